@@ -1,0 +1,155 @@
+// The CPU backend plugin: host memory, synchronous streams and events, and the CPU kernels. Ops run
+// on the calling thread (parallelised with OpenMP), so every stream and event is always complete.
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "kernels/cpu/kernel_registration.hpp"
+#include "xhal/plugin.h"
+
+namespace {
+
+thread_local std::string t_last_error;
+
+xhal_status fail(xhal_status status, std::string message) {
+  t_last_error = std::move(message);
+  return status;
+}
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "cpu";
+}
+
+// The widest SIMD level the CPU offers, with its f32 lane count.
+const char* simd_arch(int* lanes) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return *lanes = 16, "avx512";
+  if (__builtin_cpu_supports("avx2")) return *lanes = 8, "avx2";
+  return *lanes = 4, "sse2";
+#elif defined(__aarch64__)
+  return *lanes = 4, "neon";
+#else
+  return *lanes = 1, "scalar";
+#endif
+}
+
+int32_t device_count(char*, size_t) { return 1; }
+
+xhal_status check_device(int32_t device) {
+  return device == 0 ? XHAL_OK
+                     : fail(XHAL_ERR_INVALID_ARGUMENT, "the cpu backend has one device, cpu (index 0)");
+}
+
+xhal_status mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {
+  if (auto s = check_device(device); s != XHAL_OK) return s;
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  *total_bytes = size_t(sysconf(_SC_PHYS_PAGES)) * page;
+  *free_bytes = size_t(sysconf(_SC_AVPHYS_PAGES)) * page;
+  std::ifstream meminfo("/proc/meminfo");  // MemAvailable counts reclaimable cache too
+  for (std::string key; meminfo >> key;) {
+    size_t kib = 0;
+    meminfo >> kib;
+    if (key == "MemAvailable:") *free_bytes = kib * 1024;
+    meminfo.ignore(64, '\n');
+  }
+  return XHAL_OK;
+}
+
+xhal_status device_props(int32_t device, xhal_device_props* props) {
+  if (auto s = check_device(device); s != XHAL_OK) return s;
+  std::snprintf(props->name, sizeof props->name, "%s", cpu_model_name().c_str());
+  int lanes = 1;
+  std::snprintf(props->arch, sizeof props->arch, "%s", simd_arch(&lanes));
+  size_t free_bytes = 0, total_bytes = 0;
+  mem_get_info(0, &free_bytes, &total_bytes);
+  props->total_memory = total_bytes;
+  props->compute_units = omp_get_max_threads();
+  props->warp_size = lanes;
+  return XHAL_OK;
+}
+
+xhal_status host_malloc(int32_t device, size_t bytes, void** ptr) {
+  if (auto s = check_device(device); s != XHAL_OK) return s;
+  constexpr size_t kAlign = 64;
+  if (bytes > (size_t(1) << 62)) return fail(XHAL_ERR_OUT_OF_MEMORY, "request exceeds the address space");
+  *ptr = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  if (*ptr == nullptr) return fail(XHAL_ERR_OUT_OF_MEMORY, "aligned_alloc returned NULL");
+  return XHAL_OK;
+}
+
+xhal_status host_free(int32_t, void* ptr) {
+  std::free(ptr);
+  return XHAL_OK;
+}
+
+xhal_status host_memcpy(int32_t, void* dst, const void* src, size_t bytes, xhal_copy_kind, void*) {
+  if (bytes != 0) std::memcpy(dst, src, bytes);
+  return XHAL_OK;
+}
+
+// Work on the CPU completes before the call returns: streams and events are NULL and complete.
+xhal_status null_handle(int32_t, void** handle) {
+  *handle = nullptr;
+  return XHAL_OK;
+}
+xhal_status done(int32_t, void*) { return XHAL_OK; }
+xhal_status done2(int32_t, void*, void*) { return XHAL_OK; }
+xhal_status device_synchronize(int32_t device) { return check_device(device); }
+const char* last_error() { return t_last_error.c_str(); }
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
+    const xhal_host_api* host, xhal_plugin_api* api, char* reason, size_t reason_len) {
+  if (host == nullptr || host->abi_version != XHAL_PLUGIN_ABI_VERSION ||
+      api->struct_size < sizeof(xhal_plugin_api)) {
+    std::snprintf(reason, reason_len, "xhal ABI %u, this cpu plugin needs %d",
+                  host ? host->abi_version : 0u, XHAL_PLUGIN_ABI_VERSION);
+    return XHAL_ERR_UNSUPPORTED;
+  }
+  static std::string version = std::string("xhal cpu plugin, OpenMP ") + std::to_string(_OPENMP);
+  api->abi_version = XHAL_PLUGIN_ABI_VERSION;
+  api->struct_size = sizeof(xhal_plugin_api);
+  api->backend = "cpu";
+  api->version = version.c_str();
+  api->dlpack_device_type = kDLCPU;
+  api->device_count = device_count;
+  api->device_props = device_props;
+  api->mem_get_info = mem_get_info;
+  api->malloc = host_malloc;
+  api->free = host_free;
+  api->memcpy = host_memcpy;
+  api->stream_create = null_handle;
+  api->stream_destroy = done;
+  api->stream_synchronize = done;
+  api->device_synchronize = device_synchronize;
+  api->event_create = null_handle;
+  api->event_destroy = done;
+  api->event_record = done2;
+  api->event_query = done;
+  api->event_synchronize = done;
+  api->stream_wait_event = done2;
+  api->last_error = last_error;
+  api->shutdown = nullptr;
+
+  using namespace xhal::cpu;
+  register_attention_kernels(host);
+  register_paged_attention_kernels(host);
+  register_norm_kernels(host);
+  register_swiglu_kernels(host);
+  register_rope_kernels(host);
+  register_linear_kernels(host);
+  return XHAL_OK;
+}

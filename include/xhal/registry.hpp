@@ -1,0 +1,78 @@
+// Introspection of the op registry: the one dispatch table keyed by (op, backend, dtype). Each key
+// holds kernels with a name, a priority and a supports() predicate; dispatch takes the
+// highest-priority kernel that supports the call. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "xhal/device.hpp"
+#include "xhal/dtype.hpp"
+#include "xhal/plugin.h"
+
+namespace xhal {
+
+enum class Op : uint8_t {
+  attention = XHAL_OP_ATTENTION,
+  attention_varlen = XHAL_OP_ATTENTION_VARLEN,
+  paged_attention = XHAL_OP_PAGED_ATTENTION,
+  rms_norm = XHAL_OP_RMS_NORM,
+  fused_add_rms_norm = XHAL_OP_FUSED_ADD_RMS_NORM,
+  swiglu = XHAL_OP_SWIGLU,
+  swiglu_packed = XHAL_OP_SWIGLU_PACKED,
+  rope = XHAL_OP_ROPE,
+  linear = XHAL_OP_LINEAR,
+};
+inline constexpr int kNumOps = XHAL_OP_COUNT;
+
+std::string_view op_name(Op op);
+// Throws Error(invalid_argument) listing the op names.
+Op op_from_name(std::string_view name);
+
+namespace registry {
+
+struct KernelInfo {
+  Op op;
+  DeviceType backend;
+  DType dtype;
+  std::string name;
+  int priority = 0;
+  bool is_reference = false;
+  double rtol = 0, atol = 0;  // accuracy class vs float64
+};
+
+struct Candidate {
+  std::string kernel;
+  int priority = 0;
+  bool taken = false;
+  std::string reason;  // why it was refused (empty when taken)
+};
+
+struct Explanation {
+  Op op;
+  DeviceType backend;
+  DType dtype;
+  std::vector<Candidate> candidates;  // in the order considered (highest priority first)
+  std::string error;                  // the Error the call would throw, if any
+  std::string str() const;
+};
+
+std::vector<KernelInfo> list_kernels();
+
+// Runs `call` (a call of one op) in explain mode: arguments are validated and a kernel is chosen,
+// but nothing runs. Returns the choice for the first op the callable invokes.
+Explanation explain(const std::function<void()>& call);
+
+// Registers a kernel for `backend` (as a plugin would). Returns a handle for unregister_kernel.
+int64_t register_kernel(DeviceType backend, const xhal_kernel_desc& desc);
+void unregister_kernel(int64_t handle);
+
+// Overrides of XHAL_STRICT and XHAL_FORCE_REFERENCE for this process.
+void set_strict(bool strict);
+void set_force_reference(const std::vector<Op>& ops);
+
+}  // namespace registry
+}  // namespace xhal

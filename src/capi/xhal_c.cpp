@@ -1,0 +1,220 @@
+// The C API: each function converts DLTensors to views, calls the C++ API, and turns exceptions
+// into a status plus a per-thread message.
+#include "xhal/xhal.h"
+
+#include <cstdio>
+#include <new>
+#include <optional>
+#include <string>
+
+#include "xhal/xhal.hpp"
+
+namespace {
+
+thread_local std::string t_last_error;
+
+template <class F>
+xhal_status guarded(F&& body) {
+  try {
+    body();
+    t_last_error.clear();
+    return XHAL_OK;
+  } catch (const xhal::Error& e) {
+    t_last_error = e.what();
+    return static_cast<xhal_status>(e.code());
+  } catch (const std::bad_alloc&) {
+    t_last_error = "host memory exhausted";
+    return XHAL_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    t_last_error = e.what();
+    return XHAL_ERR_INTERNAL;
+  }
+}
+
+void copy_name(const std::string& text, char* out, size_t len) {
+  if (out != nullptr && len > 0) std::snprintf(out, len, "%s", text.c_str());
+}
+
+xhal::TensorView view(const DLTensor* t, const char* op, const char* arg) {
+  if (t == nullptr) {
+    throw xhal::Error(xhal::Errc::invalid_argument,
+                      std::string("xhal_") + op + ": argument '" + arg + "': expected a tensor, got NULL");
+  }
+  return xhal::TensorView::from_dlpack(*t);
+}
+
+std::optional<xhal::TensorView> optional_view(const DLTensor* t) {
+  if (t == nullptr) return std::nullopt;
+  return xhal::TensorView::from_dlpack(*t);
+}
+
+xhal::AttentionParams attention_params(const xhal_attention_params* p) {
+  if (p == nullptr) return {};
+  return {p->scale, p->causal != 0, p->window_left, p->window_right, p->softcap};
+}
+
+// A stream handle for `native` on the device of `out` (NULL native: the current stream).
+std::optional<xhal::Stream> stream_for(const xhal::TensorView& out, void* native) {
+  if (native == nullptr) return std::nullopt;
+  return xhal::DeviceManager::instance().wrap_stream(out.device(), native);
+}
+
+const xhal::Stream* ptr(const std::optional<xhal::Stream>& s) { return s ? &*s : nullptr; }
+const xhal::TensorView* ptr(const std::optional<xhal::TensorView>& v) { return v ? &*v : nullptr; }
+
+}  // namespace
+
+extern "C" {
+
+const char* xhal_last_error(void) { return t_last_error.c_str(); }
+
+xhal_status xhal_device_count(int32_t* count) {
+  return guarded([&] { *count = int32_t(xhal::DeviceManager::instance().devices().size()); });
+}
+
+xhal_status xhal_device_name(int32_t index, char* name, size_t len) {
+  return guarded([&] {
+    auto devices = xhal::DeviceManager::instance().devices();
+    if (index < 0 || index >= int32_t(devices.size())) {
+      throw xhal::Error(xhal::Errc::invalid_argument,
+                        "xhal_device_name: argument 'index': expected 0.." +
+                            std::to_string(devices.size()) + " (exclusive), got " + std::to_string(index));
+    }
+    copy_name(devices[size_t(index)].str(), name, len);
+  });
+}
+
+xhal_status xhal_default_device(char* name, size_t len) {
+  return guarded([&] { copy_name(xhal::DeviceManager::instance().default_device().str(), name, len); });
+}
+
+xhal_status xhal_memory_status_get(const char* device, xhal_memory_status* out) {
+  return guarded([&] {
+    auto s = xhal::DeviceManager::instance().memory_status(xhal::Device::parse(device ? device : ""));
+    *out = {s.free, s.total, s.allocated, s.reserved, s.peak_allocated, s.num_allocs, s.num_ooms};
+  });
+}
+
+xhal_status xhal_empty_cache(const char* device) {
+  return guarded([&] { xhal::DeviceManager::instance().empty_cache(xhal::Device::parse(device ? device : "")); });
+}
+
+xhal_status xhal_synchronize(const char* device) {
+  return guarded([&] { xhal::DeviceManager::instance().synchronize(xhal::Device::parse(device ? device : "")); });
+}
+
+xhal_attention_params xhal_attention_params_default(void) { return {0.0f, 0, -1, -1, 0.0f}; }
+
+xhal_status xhal_attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, const DLTensor* out,
+                           const xhal_attention_params* params, const DLTensor* lse, void* stream) {
+  return guarded([&] {
+    auto o = view(out, "attention", "out");
+    auto l = optional_view(lse);
+    auto s = stream_for(o, stream);
+    xhal::ops::attention(view(q, "attention", "q"), view(k, "attention", "k"),
+                         view(v, "attention", "v"), o, attention_params(params), ptr(l), ptr(s));
+  });
+}
+
+xhal_status xhal_attention_varlen(const DLTensor* q, const DLTensor* k, const DLTensor* v,
+                                  const DLTensor* cu_q, const DLTensor* cu_k, int64_t max_q,
+                                  int64_t max_k, const DLTensor* out,
+                                  const xhal_attention_params* params, const DLTensor* lse,
+                                  void* stream) {
+  return guarded([&] {
+    const char* op = "attention_varlen";
+    auto o = view(out, op, "out");
+    auto l = optional_view(lse);
+    auto s = stream_for(o, stream);
+    xhal::ops::attention_varlen(view(q, op, "q"), view(k, op, "k"), view(v, op, "v"),
+                                view(cu_q, op, "cu_seqlens_q"), view(cu_k, op, "cu_seqlens_k"), max_q,
+                                max_k, o, attention_params(params), ptr(l), ptr(s));
+  });
+}
+
+xhal_status xhal_paged_attention(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
+                                 const DLTensor* block_table, const DLTensor* seq_lens,
+                                 const DLTensor* out, const xhal_attention_params* params,
+                                 void* stream) {
+  return guarded([&] {
+    const char* op = "paged_attention";
+    auto o = view(out, op, "out");
+    auto s = stream_for(o, stream);
+    xhal::ops::paged_attention(view(q, op, "q"), view(k_cache, op, "k_cache"),
+                               view(v_cache, op, "v_cache"), view(block_table, op, "block_table"),
+                               view(seq_lens, op, "seq_lens"), o, attention_params(params), ptr(s));
+  });
+}
+
+xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out,
+                          void* stream) {
+  return guarded([&] {
+    auto o = view(out, "rms_norm", "out");
+    auto s = stream_for(o, stream);
+    xhal::ops::rms_norm(view(x, "rms_norm", "x"), view(weight, "rms_norm", "weight"), eps, o, ptr(s));
+  });
+}
+
+xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual,
+                                    const DLTensor* weight, float eps, const DLTensor* out,
+                                    void* stream) {
+  return guarded([&] {
+    const char* op = "fused_add_rms_norm";
+    auto o = view(out, op, "out");
+    auto s = stream_for(o, stream);
+    xhal::ops::fused_add_rms_norm(view(x, op, "x"), view(residual, op, "residual"),
+                                  view(weight, op, "weight"), eps, o, ptr(s));
+  });
+}
+
+xhal_status xhal_swiglu(const DLTensor* gate, const DLTensor* up, const DLTensor* out, void* stream) {
+  return guarded([&] {
+    auto o = view(out, "swiglu", "out");
+    auto s = stream_for(o, stream);
+    xhal::ops::swiglu(view(gate, "swiglu", "gate"), view(up, "swiglu", "up"), o, ptr(s));
+  });
+}
+
+xhal_status xhal_swiglu_packed(const DLTensor* x, const DLTensor* out, void* stream) {
+  return guarded([&] {
+    auto o = view(out, "swiglu_packed", "out");
+    auto s = stream_for(o, stream);
+    xhal::ops::swiglu_packed(view(x, "swiglu_packed", "x"), o, ptr(s));
+  });
+}
+
+xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* positions,
+                      const DLTensor* cos_sin_cache, int32_t neox, void* stream) {
+  return guarded([&] {
+    auto qv = view(q, "rope", "q");
+    auto s = stream_for(qv, stream);
+    xhal::ops::rope(qv, view(k, "rope", "k"), view(positions, "rope", "positions"),
+                    view(cos_sin_cache, "rope", "cos_sin_cache"),
+                    neox ? xhal::RopeStyle::neox : xhal::RopeStyle::gptj, ptr(s));
+  });
+}
+
+xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out) {
+  return guarded([&] {
+    auto o = view(out, "rope_cache", "out");
+    if (o.dtype() != xhal::DType::f32 || o.ndim() != 2 || o.size(0) != max_pos ||
+        o.size(1) != rotary_dim || !o.is_contiguous()) {
+      throw xhal::Error(xhal::Errc::invalid_argument,
+                        "xhal_rope_cache: argument 'out': expected a contiguous f32 tensor of shape "
+                        "[max_pos, rotary_dim]");
+    }
+    xhal::copy(o, xhal::ops::rope_cache(max_pos, rotary_dim, theta, o.device()));
+  });
+}
+
+xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bias,
+                        const DLTensor* out, void* stream) {
+  return guarded([&] {
+    auto o = view(out, "linear", "out");
+    auto b = optional_view(bias);
+    auto s = stream_for(o, stream);
+    xhal::ops::linear(view(x, "linear", "x"), view(w, "linear", "w"), ptr(b), o, ptr(s));
+  });
+}
+
+}  // extern "C"

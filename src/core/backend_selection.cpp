@@ -1,0 +1,67 @@
+#include "core/backend_selection.hpp"
+
+#include <fmt/format.h>
+
+#include "core/backend_names.hpp"
+#include "core/env.hpp"
+#include "core/plugin_loader.hpp"
+#include "core/runtime.hpp"
+#include "xhal/error.hpp"
+
+namespace xhal {
+namespace {
+
+// Why `type` cannot serve as the default, or "" when it can.
+std::string unavailable_reason(DeviceType type) {
+  const std::string_view name = device_type_name(type);
+  if (const BackendState* state = Runtime::get().backend(type)) {
+    if (!state->properties.empty()) return "";
+    return fmt::format("the {} plugin ({}) loaded but reports no device: {}", name,
+                       state->plugin.info.path, state->plugin.info.reason);
+  }
+  for (const auto& record : Runtime::get().backends()) {
+    if (record.name == name) {
+      return fmt::format("the {} plugin ({}) failed to load: {}", name, record.path, record.reason);
+    }
+  }
+  return fmt::format("the {} plugin (libxhal_{}.so) was not found; searched: {}", name, name,
+                     fmt::join(plugin_search_dirs(), ", "));
+}
+
+}  // namespace
+
+DefaultDeviceChoice choose_default_device() {
+  const std::string requested = env::value(env::Var::backend_type).value_or("auto");
+  if (requested == "auto" || requested == "AUTO") {
+    std::string skipped;
+    for (DeviceType type : {DeviceType::cuda, DeviceType::hip, DeviceType::ze}) {
+      std::string why = unavailable_reason(type);
+      if (why.empty()) {
+        return {{type, 0}, fmt::format("BACKEND_TYPE=auto picked {}:0, the first accelerator with "
+                                       "a device{}",
+                                       device_type_name(type), skipped)};
+      }
+      skipped += fmt::format("; {}", why);
+    }
+    return {Device::cpu(), fmt::format("BACKEND_TYPE=auto picked cpu: no accelerator{}", skipped)};
+  }
+  auto type = backend_names::lookup(requested);
+  if (!type) {
+    if (backend_names::is_known_without_plugin(requested)) {
+      throw Error(Errc::backend_unavailable,
+                  fmt::format("BACKEND_TYPE={}: this build of xhal has no backend for '{}'; "
+                              "known: {}",
+                              requested, requested, backend_names::known_list()));
+    }
+    throw Error(Errc::invalid_argument,
+                fmt::format("BACKEND_TYPE={}: unknown backend; known: {}", requested,
+                            backend_names::known_list()));
+  }
+  if (std::string why = unavailable_reason(*type); !why.empty()) {
+    throw Error(Errc::backend_unavailable, fmt::format("BACKEND_TYPE={}: {}", requested, why));
+  }
+  return {{*type, 0}, fmt::format("BACKEND_TYPE={} selects {}", requested,
+                                  Device{*type, 0}.str())};
+}
+
+}  // namespace xhal

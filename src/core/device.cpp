@@ -1,0 +1,49 @@
+#include "xhal/device.hpp"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "core/backend_names.hpp"
+#include "xhal/error.hpp"
+
+namespace xhal {
+
+std::string_view device_type_name(DeviceType type) {
+  switch (type) {
+    case DeviceType::cpu: return "cpu";
+    case DeviceType::cuda: return "cuda";
+    case DeviceType::hip: return "hip";
+    case DeviceType::ze: return "ze";
+  }
+  return "unknown";
+}
+
+Device Device::parse(std::string_view text) {
+  std::string_view name = text;
+  int index = 0;
+  if (auto colon = text.find(':'); colon != std::string_view::npos) {
+    name = text.substr(0, colon);
+    std::string_view digits = text.substr(colon + 1);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || index < 0) {
+      throw Error(Errc::invalid_argument,
+                  fmt::format("device '{}': the index after ':' must be a non-negative integer", text));
+    }
+  }
+  auto type = backend_names::lookup(name);
+  if (!type) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("device '{}': unknown device type '{}'; expected one of {} with an "
+                            "optional ':<index>'",
+                            text, name, backend_names::known_list()));
+  }
+  return {*type, index};
+}
+
+std::string Device::str() const {
+  if (type == DeviceType::cpu) return "cpu";
+  return fmt::format("{}:{}", device_type_name(type), index);
+}
+
+}  // namespace xhal

@@ -1,0 +1,153 @@
+#include "xhal/device_manager.hpp"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/backend_selection.hpp"
+#include "core/logging.hpp"
+#include "core/runtime.hpp"
+#include "xhal/error.hpp"
+
+namespace xhal {
+namespace {
+
+// The current stream of each device, per thread. Unset entries mean the default stream.
+thread_local std::map<std::pair<int, int>, Stream> t_current_streams;
+
+std::pair<int, int> key(Device d) { return {int(d.type), d.index}; }
+
+}  // namespace
+
+DeviceManager& DeviceManager::instance() {
+  static DeviceManager manager;
+  return manager;
+}
+
+DeviceManager::DeviceManager() { Runtime::get(); }
+DeviceManager::~DeviceManager() = default;
+
+std::vector<BackendInfo> DeviceManager::backends() const { return Runtime::get().backends(); }
+
+std::vector<Device> DeviceManager::devices() const {
+  std::vector<Device> out;
+  for (int t = 0; t < kNumDeviceTypes; ++t) {
+    if (const BackendState* state = Runtime::get().backend(DeviceType(t))) {
+      for (size_t i = 0; i < state->properties.size(); ++i) out.push_back({DeviceType(t), int(i)});
+    }
+  }
+  return out;
+}
+
+bool DeviceManager::has_device(Device device) const {
+  const BackendState* state = Runtime::get().backend(device.type);
+  return state != nullptr && device.index >= 0 && device.index < int(state->properties.size());
+}
+
+Device DeviceManager::default_device() const {
+  static std::once_flag logged;
+  DefaultDeviceChoice choice = choose_default_device();
+  std::call_once(logged, [&] { log().info("{}", choice.reason); });
+  return choice.device;
+}
+
+std::string DeviceManager::default_device_reason() const { return choose_default_device().reason; }
+
+DeviceProperties DeviceManager::properties(Device device) const {
+  return Runtime::get().require(device).properties[size_t(device.index)];
+}
+
+MemoryStatus DeviceManager::memory_status(Device device) const {
+  const auto& runtime = Runtime::get();
+  MemoryStatus status = runtime.allocator(device).stats();
+  const auto& api = runtime.api(device);
+  if (api.mem_get_info) {
+    check_plugin(api, api.mem_get_info(device.index, &status.free, &status.total), "mem_get_info");
+  }
+  return status;
+}
+
+void DeviceManager::empty_cache(Device device) { Runtime::get().allocator(device).empty_cache(); }
+
+void DeviceManager::reset_peak_stats(Device device) {
+  Runtime::get().allocator(device).reset_peak_stats();
+}
+
+void DeviceManager::synchronize(Device device) {
+  const auto& api = Runtime::get().api(device);
+  check_plugin(api, api.device_synchronize(device.index), "device_synchronize");
+}
+
+Stream DeviceManager::default_stream(Device device) const {
+  Runtime::get().require(device);
+  return Stream(device, nullptr);
+}
+
+Stream DeviceManager::current_stream(Device device) const {
+  auto it = t_current_streams.find(key(device));
+  return it != t_current_streams.end() ? it->second : default_stream(device);
+}
+
+void DeviceManager::set_current_stream(const Stream& stream) {
+  Runtime::get().require(stream.device());
+  t_current_streams[key(stream.device())] = stream;
+}
+
+Stream DeviceManager::create_stream(Device device) {
+  const auto& api = Runtime::get().api(device);
+  void* native = nullptr;
+  check_plugin(api, api.stream_create(device.index, &native), "stream_create");
+  const xhal_plugin_api* owner = &api;
+  return Stream(device, std::shared_ptr<void>(native, [owner, device](void* s) {
+                  if (s != nullptr) owner->stream_destroy(device.index, s);
+                }));
+}
+
+Stream DeviceManager::wrap_stream(Device device, void* native) {
+  Runtime::get().require(device);
+  return Stream(device, std::shared_ptr<void>(native, [](void*) {}));
+}
+
+Event DeviceManager::create_event(Device device) {
+  const auto& api = Runtime::get().api(device);
+  void* native = nullptr;
+  check_plugin(api, api.event_create(device.index, &native), "event_create");
+  const xhal_plugin_api* owner = &api;
+  return Event(device, std::shared_ptr<void>(native, [owner, device](void* e) {
+                 if (e != nullptr) owner->event_destroy(device.index, e);
+               }));
+}
+
+BackendInfo DeviceManager::load_plugin(const std::string& path) { return Runtime::get().load(path); }
+
+void Stream::synchronize() const {
+  const auto& api = Runtime::get().api(device_);
+  check_plugin(api, api.stream_synchronize(device_.index, native()), "stream_synchronize");
+}
+
+void Event::record(const Stream& stream) {
+  const auto& api = Runtime::get().api(device_);
+  check_plugin(api, api.event_record(device_.index, native(), stream.native()), "event_record");
+}
+
+bool Event::query() const {
+  if (native() == nullptr) return true;
+  const auto& api = Runtime::get().api(device_);
+  xhal_status status = api.event_query(device_.index, native());
+  if (status == XHAL_NOT_READY) return false;
+  check_plugin(api, status, "event_query");
+  return true;
+}
+
+void Event::synchronize() const {
+  const auto& api = Runtime::get().api(device_);
+  check_plugin(api, api.event_synchronize(device_.index, native()), "event_synchronize");
+}
+
+void Event::block(const Stream& stream) const {
+  const auto& api = Runtime::get().api(device_);
+  check_plugin(api, api.stream_wait_event(device_.index, stream.native(), native()),
+               "stream_wait_event");
+}
+
+}  // namespace xhal

@@ -1,0 +1,37 @@
+// The environment variables xhal reads, in one table. Read only through env_value(); each is listed
+// in docs/configuration.md.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace xhal::env {
+
+enum class Var {
+  backend_type,
+  plugin_path,
+  log_level,
+  allocator,
+  memory_limit,
+  strict,
+  force_reference,
+};
+
+struct VarInfo {
+  Var var;
+  std::string_view name;
+  std::string_view default_value;
+  std::string_view meaning;
+};
+
+std::span<const VarInfo> table();
+const VarInfo& info(Var var);
+// The variable's value, or nothing when unset or empty.
+std::optional<std::string> value(Var var);
+bool flag(Var var);  // "1", "true", "on", "yes" (any case)
+// Parses "1048576", "512K", "64M", "2G" (powers of 1024). Throws Error(invalid_argument) naming `var`.
+size_t parse_bytes(Var var, std::string_view text);
+
+}  // namespace xhal::env

@@ -1,0 +1,210 @@
+#include "core/registry.hpp"
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "core/env.hpp"
+#include "xhal/error.hpp"
+
+namespace xhal {
+namespace {
+
+// One row per op, indexed by Op.
+constexpr std::array<std::string_view, kNumOps> kOpNames{
+    "attention", "attention_varlen", "paged_attention", "rms_norm", "fused_add_rms_norm",
+    "swiglu",    "swiglu_packed",    "rope",            "linear"};
+
+// Set while registry::explain() runs its callable on this thread.
+thread_local registry::Explanation* t_explaining = nullptr;
+
+}  // namespace
+
+std::string_view op_name(Op op) { return kOpNames[static_cast<size_t>(op)]; }
+
+Op op_from_name(std::string_view name) {
+  for (size_t i = 0; i < kOpNames.size(); ++i) {
+    if (kOpNames[i] == name) return Op(i);
+  }
+  throw Error(Errc::invalid_argument,
+              fmt::format("unknown op '{}'; ops are: {}", name, fmt::join(kOpNames, ", ")));
+}
+
+Registry& Registry::get() {
+  static Registry registry;
+  return registry;
+}
+
+Registry::Registry() {
+  strict_ = env::flag(env::Var::strict);
+  if (auto list = env::value(env::Var::force_reference)) {
+    std::vector<Op> ops;
+    std::string_view rest = *list;
+    while (!rest.empty()) {
+      auto comma = rest.find(',');
+      std::string_view name = rest.substr(0, comma);
+      if (!name.empty()) ops.push_back(op_from_name(name));
+      rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+    }
+    set_force_reference(ops);
+  }
+}
+
+size_t Registry::slot(Op op, DeviceType backend, DType dtype) {
+  return (static_cast<size_t>(op) * kNumDeviceTypes + static_cast<size_t>(backend)) * kNumDTypes +
+         static_cast<size_t>(dtype);
+}
+
+int64_t Registry::add(DeviceType backend, const xhal_kernel_desc& desc) {
+  if (desc.op < 0 || desc.op >= XHAL_OP_COUNT || desc.dtype < 0 || desc.dtype >= XHAL_DTYPE_COUNT ||
+      desc.run == nullptr || desc.name == nullptr) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("register_kernel: kernel '{}' has an unknown op or dtype or no run()",
+                            desc.name ? desc.name : "(unnamed)"));
+  }
+  std::unique_lock lock(mutex_);
+  auto impl = std::make_shared<Impl>(Impl{next_handle_++, desc.name, desc});
+  impl->desc.name = impl->name.c_str();
+  auto& list = table_[slot(Op(desc.op), backend, DType(desc.dtype))];
+  list.push_back(impl);
+  std::stable_sort(list.begin(), list.end(),
+                   [](const auto& a, const auto& b) { return a->desc.priority > b->desc.priority; });
+  return impl->handle;
+}
+
+void Registry::remove(int64_t handle) {
+  std::unique_lock lock(mutex_);
+  for (auto& list : table_) {
+    std::erase_if(list, [&](const auto& impl) { return impl->handle == handle; });
+  }
+}
+
+std::vector<registry::KernelInfo> Registry::list() const {
+  std::shared_lock lock(mutex_);
+  std::vector<registry::KernelInfo> out;
+  for (const auto& list : table_) {
+    for (const auto& impl : list) {
+      const auto& d = impl->desc;
+      size_t index = &list - table_.data();
+      auto backend = DeviceType(index / kNumDTypes % kNumDeviceTypes);
+      out.push_back({Op(d.op), backend, DType(d.dtype), impl->name, d.priority,
+                     d.is_reference != 0, d.rtol, d.atol});
+    }
+  }
+  return out;
+}
+
+void Registry::set_force_reference(const std::vector<Op>& ops) {
+  std::unique_lock lock(mutex_);
+  force_reference_.fill(false);
+  for (Op op : ops) force_reference_[static_cast<size_t>(op)] = true;
+}
+
+registry::Explanation Registry::choose(DeviceType backend, const xhal_op_call& call,
+                                       const xhal_kernel_desc** chosen) const {
+  const Op op = Op(call.op);
+  registry::Explanation ex{op, backend, DType(call.dtype), {}, {}};
+  const bool reference_only = force_reference_[static_cast<size_t>(op)];
+  const auto& list = table_[slot(op, backend, DType(call.dtype))];
+  *chosen = nullptr;
+  bool refused_better = false;
+  for (const auto& impl : list) {
+    registry::Candidate c{impl->name, impl->desc.priority, false, {}};
+    if (*chosen != nullptr) {
+      c.reason = "a higher-priority kernel was taken";
+    } else if (reference_only && !impl->desc.is_reference) {
+      c.reason = "not the reference kernel (XHAL_FORCE_REFERENCE)";
+    } else if (const char* why = impl->desc.supports ? impl->desc.supports(&call) : nullptr) {
+      c.reason = why;
+      refused_better = true;
+    } else if (refused_better && strict_) {
+      c.reason = "would be a fallback, refused by XHAL_STRICT";
+    } else {
+      c.taken = true;
+      *chosen = &impl->desc;
+    }
+    ex.candidates.push_back(std::move(c));
+  }
+  if (*chosen == nullptr) {
+    std::string tried;
+    for (const auto& c : ex.candidates) tried += fmt::format("; {} ({})", c.kernel, c.reason);
+    // Name what exists for this op on this backend.
+    std::vector<std::string_view> dtypes;
+    for (int d = 0; d < kNumDTypes; ++d) {
+      if (!table_[slot(op, backend, DType(d))].empty()) dtypes.push_back(dtype_name(DType(d)));
+    }
+    ex.error = fmt::format(
+        "xhal::ops::{}: no {} kernel supports this call with dtype {}{}; {} has kernels for "
+        "dtypes [{}]",
+        op_name(op), device_type_name(backend), dtype_name(DType(call.dtype)),
+        tried.empty() ? "" : ": tried" + tried.substr(1), device_type_name(backend),
+        fmt::join(dtypes, ", "));
+  }
+  return ex;
+}
+
+void Registry::dispatch(DeviceType backend, const xhal_op_call& call) {
+  const xhal_kernel_desc* kernel = nullptr;
+  registry::Explanation ex;
+  {
+    std::shared_lock lock(mutex_);
+    ex = choose(backend, call, &kernel);
+  }
+  if (t_explaining != nullptr) {
+    *t_explaining = std::move(ex);
+    t_explaining = nullptr;  // only the first op is explained; later ones are skipped
+    return;
+  }
+  if (kernel == nullptr) throw Error(Errc::unsupported, ex.error);
+  char message[512] = {};
+  xhal_status status = kernel->run(&call, message, sizeof message);
+  if (status != XHAL_OK) {
+    throw_status(status, fmt::format("xhal::ops::{}: kernel {} failed: {}", op_name(Op(call.op)),
+                                     kernel->name, message[0] ? message : "no message"));
+  }
+}
+
+namespace registry {
+
+std::string Explanation::str() const {
+  std::string out = fmt::format("{} on {} ({}):", op_name(op), device_type_name(backend),
+                                dtype_name(dtype));
+  if (candidates.empty()) out += " no kernels registered";
+  for (const auto& c : candidates) {
+    out += fmt::format("\n  {} {} (priority {}){}{}", c.taken ? "[taken]  " : "[refused]", c.kernel,
+                       c.priority, c.reason.empty() ? "" : ": ", c.reason);
+  }
+  if (!error.empty()) out += "\n  error: " + error;
+  return out;
+}
+
+std::vector<KernelInfo> list_kernels() { return Registry::get().list(); }
+
+Explanation explain(const std::function<void()>& call) {
+  Explanation ex{};
+  t_explaining = &ex;
+  struct Reset {
+    ~Reset() { t_explaining = nullptr; }
+  } reset;
+  try {
+    call();
+  } catch (const Error& e) {
+    if (ex.candidates.empty() && ex.error.empty()) ex.error = e.what();
+  }
+  if (t_explaining != nullptr && ex.error.empty()) {
+    ex.error = "the callable invoked no xhal op";
+  }
+  return ex;
+}
+
+int64_t register_kernel(DeviceType backend, const xhal_kernel_desc& desc) {
+  return Registry::get().add(backend, desc);
+}
+void unregister_kernel(int64_t handle) { Registry::get().remove(handle); }
+void set_strict(bool strict) { Registry::get().set_strict(strict); }
+void set_force_reference(const std::vector<Op>& ops) { Registry::get().set_force_reference(ops); }
+
+}  // namespace registry
+}  // namespace xhal

@@ -1,0 +1,52 @@
+// The op registry: one dispatch table indexed by (op, backend, dtype), each entry holding kernels
+// sorted by priority. Dispatch reads the table under a shared lock; registration takes it
+// exclusively. The public introspection API is in include/xhal/registry.hpp.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "xhal/device.hpp"
+#include "xhal/plugin.h"
+#include "xhal/registry.hpp"
+
+namespace xhal {
+
+class Registry {
+ public:
+  static Registry& get();
+
+  int64_t add(DeviceType backend, const xhal_kernel_desc& desc);
+  void remove(int64_t handle);
+  std::vector<registry::KernelInfo> list() const;
+
+  // Picks the kernel for `call` on `backend` and runs it (or, in explain mode, records the choice).
+  // Throws Error(unsupported) when no kernel supports the call, naming what exists.
+  void dispatch(DeviceType backend, const xhal_op_call& call);
+
+  void set_strict(bool strict) { strict_ = strict; }
+  void set_force_reference(const std::vector<Op>& ops);
+
+ private:
+  Registry();
+  struct Impl {
+    int64_t handle;
+    std::string name;
+    xhal_kernel_desc desc;  // desc.name points at `name`
+  };
+  static size_t slot(Op op, DeviceType backend, DType dtype);
+  registry::Explanation choose(DeviceType backend, const xhal_op_call& call,
+                               const xhal_kernel_desc** chosen) const;
+
+  mutable std::shared_mutex mutex_;
+  std::array<std::vector<std::shared_ptr<Impl>>, kNumOps * kNumDeviceTypes * kNumDTypes> table_;
+  int64_t next_handle_ = 1;
+  std::atomic<bool> strict_{false};
+  std::array<bool, kNumOps> force_reference_{};
+};
+
+}  // namespace xhal

@@ -1,0 +1,48 @@
+// The process-wide runtime behind DeviceManager: loaded plugins, their devices and one caching
+// allocator per device. Created on first use (thread-safe static); plugins are loaded then.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/allocator.hpp"
+#include "core/plugin_loader.hpp"
+#include "xhal/device.hpp"
+
+namespace xhal {
+
+struct BackendState {
+  LoadedPlugin plugin;
+  std::vector<DeviceProperties> properties;  // per device index
+  std::vector<std::unique_ptr<CachingAllocator>> allocators;
+};
+
+class Runtime {
+ public:
+  static Runtime& get();
+
+  // The loaded backend of `type`, or NULL.
+  const BackendState* backend(DeviceType type) const;
+  // The backend owning `device`; throws Error(backend_unavailable) naming what exists.
+  const BackendState& require(Device device) const;
+  const xhal_plugin_api& api(Device device) const { return require(device).plugin.api; }
+  CachingAllocator& allocator(Device device) const;
+
+  std::vector<BackendInfo> backends() const;
+  BackendInfo load(const std::string& path);
+
+ private:
+  Runtime();
+  mutable std::mutex mutex_;  // guards records_ and backends_ while a plugin is being added
+  std::vector<BackendInfo> records_;  // every plugin tried, in load order
+  std::array<std::unique_ptr<BackendState>, kNumDeviceTypes> backends_;
+  AllocatorConfig allocator_config_;
+};
+
+// Throws Error(device_error) with the plugin's message when `status` is not OK.
+void check_plugin(const xhal_plugin_api& api, xhal_status status, const char* what);
+
+}  // namespace xhal

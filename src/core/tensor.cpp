@@ -1,0 +1,85 @@
+#include "xhal/tensor.hpp"
+
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/runtime.hpp"
+#include "xhal/device_manager.hpp"
+#include "xhal/error.hpp"
+
+namespace xhal {
+
+Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device device,
+                     const Stream* stream) {
+  Tensor t;
+  t.view_ = TensorView(nullptr, dtype, shape, device);
+  CachingAllocator& allocator = Runtime::get().allocator(device);
+  void* native = stream ? stream->native() : DeviceManager::instance().current_stream(device).native();
+  void* ptr = allocator.allocate(t.view_.nbytes(), native);
+  t.storage_ = std::shared_ptr<void>(ptr, [&allocator](void* p) { allocator.deallocate(p); });
+  t.view_ = TensorView(ptr, dtype, shape, device);
+  return t;
+}
+
+Tensor Tensor::from_host(const void* host, const std::vector<int64_t>& shape, DType dtype,
+                         Device device) {
+  Tensor t = empty(shape, dtype, device);
+  t.copy_from_host(host);
+  return t;
+}
+
+void Tensor::copy_from_host(const void* host) {
+  const std::vector<int64_t> shape(view_.shape().begin(), view_.shape().end());
+  copy(view_, TensorView(const_cast<void*>(host), dtype(), shape, Device::cpu()));
+}
+
+void Tensor::copy_to_host(void* host) const {
+  const std::vector<int64_t> shape(view_.shape().begin(), view_.shape().end());
+  copy(TensorView(host, dtype(), shape, Device::cpu()), view_);
+}
+
+Tensor Tensor::to(Device device) const {
+  const std::vector<int64_t> shape(view_.shape().begin(), view_.shape().end());
+  Tensor out = empty(shape, dtype(), device);
+  copy(out, view_);
+  return out;
+}
+
+void copy(const TensorView& dst, const TensorView& src) {
+  if (dst.dtype() != src.dtype() || !std::equal(dst.shape().begin(), dst.shape().end(),
+                                                src.shape().begin(), src.shape().end())) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("xhal::copy: dst and src differ in dtype or shape ({} vs {})",
+                            dtype_name(dst.dtype()), dtype_name(src.dtype())));
+  }
+  if (!dst.is_contiguous() || !src.is_contiguous()) {
+    throw Error(Errc::invalid_argument, "xhal::copy: both views must be contiguous");
+  }
+  const size_t bytes = dst.nbytes();
+  if (bytes == 0) return;
+  const bool dst_host = dst.device().type == DeviceType::cpu;
+  const bool src_host = src.device().type == DeviceType::cpu;
+  if (dst_host && src_host) {
+    std::memcpy(dst.data(), src.data(), bytes);
+    return;
+  }
+  if (!dst_host && !src_host && !(dst.device() == src.device())) {
+    std::vector<char> staging(bytes);  // between two accelerators: through the host
+    copy(TensorView(staging.data(), src.dtype(), {int64_t(bytes / dtype_size(src.dtype()))}),
+         TensorView(src.data(), src.dtype(), {int64_t(bytes / dtype_size(src.dtype()))}, src.device()));
+    copy(TensorView(dst.data(), dst.dtype(), {int64_t(bytes / dtype_size(dst.dtype()))}, dst.device()),
+         TensorView(staging.data(), src.dtype(), {int64_t(bytes / dtype_size(src.dtype()))}));
+    return;
+  }
+  const Device device = dst_host ? src.device() : dst.device();
+  const auto& api = Runtime::get().api(device);
+  const xhal_copy_kind kind = dst_host ? XHAL_COPY_DEVICE_TO_HOST
+                              : src_host ? XHAL_COPY_HOST_TO_DEVICE
+                                         : XHAL_COPY_DEVICE_TO_DEVICE;
+  check_plugin(api, api.memcpy(device.index, dst.data(), src.data(), bytes, kind, nullptr), "memcpy");
+  check_plugin(api, api.device_synchronize(device.index), "device_synchronize");
+}
+
+}  // namespace xhal

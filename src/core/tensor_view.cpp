@@ -1,0 +1,133 @@
+#include "xhal/tensor_view.hpp"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "xhal/error.hpp"
+
+namespace xhal {
+namespace {
+
+std::optional<DeviceType> device_type_from_dlpack(int32_t type) {
+  switch (type) {
+    case kDLCPU: return DeviceType::cpu;
+    case kDLCUDA: return DeviceType::cuda;
+    case kDLROCM: return DeviceType::hip;
+    case 14: return DeviceType::ze;  // kDLOneAPI (DLPack >= 0.7)
+    default: return std::nullopt;
+  }
+}
+
+int32_t device_type_to_dlpack(DeviceType type) {
+  switch (type) {
+    case DeviceType::cpu: return kDLCPU;
+    case DeviceType::cuda: return kDLCUDA;
+    case DeviceType::hip: return kDLROCM;
+    case DeviceType::ze: return 14;
+  }
+  return kDLCPU;
+}
+
+}  // namespace
+
+void TensorView::set_shape(const std::vector<int64_t>& shape) {
+  if (shape.size() > kMaxRank) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("TensorView: rank {} exceeds the maximum of {}", shape.size(), kMaxRank));
+  }
+  ndim_ = static_cast<int>(shape.size());
+  for (int i = 0; i < ndim_; ++i) {
+    if (shape[i] < 0) {
+      throw Error(Errc::invalid_argument,
+                  fmt::format("TensorView: dimension {} has negative size {}", i, shape[i]));
+    }
+    shape_[i] = shape[i];
+  }
+}
+
+TensorView::TensorView(void* data, DType dtype, const std::vector<int64_t>& shape, Device device)
+    : data_(data), dtype_(dtype), device_(device) {
+  set_shape(shape);
+  int64_t stride = 1;
+  for (int i = ndim_ - 1; i >= 0; --i) {
+    strides_[i] = stride;
+    stride *= shape_[i];
+  }
+}
+
+TensorView::TensorView(void* data, DType dtype, const std::vector<int64_t>& shape,
+                       const std::vector<int64_t>& strides, Device device)
+    : data_(data), dtype_(dtype), device_(device) {
+  set_shape(shape);
+  if (strides.size() != shape.size()) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("TensorView: {} strides given for rank {}", strides.size(), shape.size()));
+  }
+  std::copy(strides.begin(), strides.end(), strides_.begin());
+}
+
+TensorView TensorView::from_dlpack(const DLTensor& t) {
+  auto type = device_type_from_dlpack(t.device.device_type);
+  if (!type) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("TensorView::from_dlpack: DLPack device type {} is not supported; "
+                            "expected CPU, CUDA, ROCM or OneAPI",
+                            static_cast<int>(t.device.device_type)));
+  }
+  if (t.ndim < 0 || t.ndim > kMaxRank) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("TensorView::from_dlpack: ndim {} is outside 0..{}", t.ndim, kMaxRank));
+  }
+  std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
+  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  Device device{*type, t.device.device_id};
+  DType dtype = dtype_from_dlpack(t.dtype);
+  if (t.strides == nullptr) return TensorView(data, dtype, shape, device);
+  return TensorView(data, dtype, shape, std::vector<int64_t>(t.strides, t.strides + t.ndim), device);
+}
+
+DLTensor TensorView::to_dlpack() const {
+  DLTensor t{};
+  t.data = data_;
+  t.device = {static_cast<DLDeviceType>(device_type_to_dlpack(device_.type)), device_.index};
+  t.ndim = ndim_;
+  t.dtype = xhal::to_dlpack(dtype_);
+  t.shape = const_cast<int64_t*>(shape_.data());
+  t.strides = const_cast<int64_t*>(strides_.data());
+  t.byte_offset = 0;
+  return t;
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < ndim_; ++i) n *= shape_[i];
+  return n;
+}
+
+size_t TensorView::nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+
+bool TensorView::is_contiguous() const {
+  int64_t expected = 1;
+  for (int i = ndim_ - 1; i >= 0; --i) {
+    if (shape_[i] != 1 && strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+TensorView TensorView::transpose(int dim0, int dim1) const {
+  dim0 = wrap(dim0);
+  dim1 = wrap(dim1);
+  if (dim0 < 0 || dim0 >= ndim_ || dim1 < 0 || dim1 >= ndim_) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("TensorView::transpose: dims ({}, {}) out of range for rank {}", dim0,
+                            dim1, ndim_));
+  }
+  TensorView out = *this;
+  std::swap(out.shape_[dim0], out.shape_[dim1]);
+  std::swap(out.strides_[dim0], out.strides_[dim1]);
+  return out;
+}
+
+}  // namespace xhal

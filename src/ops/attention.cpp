@@ -1,0 +1,116 @@
+// Front ends of attention and attention_varlen.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ops/arg_checks.hpp"
+#include "ops/attention_params.hpp"
+#include "ops/op_call.hpp"
+#include "xhal/ops.hpp"
+
+namespace xhal::ops {
+
+void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+               const AttentionParams& params, const TensorView* lse, const Stream* stream) {
+  const ArgChecks check(Op::attention);
+  check.tensor("q", q, 4);
+  check.float_dtype("q", q);
+  const int64_t B = q.size(0), Sq = q.size(1), Hq = q.size(2), D = q.size(3);
+  check.tensor("k", k, 4);
+  check.dtype("k", k, q.dtype(), " (same as q)");
+  check.dim("k", k, 0, B, "batch of q");
+  check.dim("k", k, 3, D, "head dim of q");
+  const int64_t Sk = k.size(1), Hkv = k.size(2);
+  check.tensor("v", v, 4);
+  check.dtype("v", v, q.dtype(), " (same as q)");
+  check.dim("v", v, 0, B, "batch of q");
+  check.dim("v", v, 1, Sk, "key length of k");
+  check.dim("v", v, 2, Hkv, "kv heads of k");
+  const int64_t Dv = v.size(3);
+  check.tensor("out", out, 4);
+  check.dtype("out", out, q.dtype(), " (same as q)");
+  check.dim("out", out, 0, B, "batch of q");
+  check.dim("out", out, 1, Sq, "query length of q");
+  check.dim("out", out, 2, Hq, "query heads of q");
+  check.dim("out", out, 3, Dv, "head dim of v");
+  check_head_ratio(check, Hq, Hkv);
+  const Device device = out.device();
+  for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}}) {
+    check.same_device(name, *t, device, "out");
+  }
+  if (lse != nullptr) {
+    check.tensor("lse", *lse, 3, false);
+    check.dtype("lse", *lse, DType::f32, " (lse is always f32)");
+    check.dim("lse", *lse, 0, B, "batch of q");
+    check.dim("lse", *lse, 1, Hq, "query heads of q");
+    check.dim("lse", *lse, 2, Sq, "query length of q");
+    check.same_device("lse", *lse, device, "out");
+  }
+  OpCall call(Op::attention, q.dtype(), device, stream);
+  set_attention_params(check, call.params(), params, D);
+  call.set(XHAL_SLOT_Q, q);
+  call.set(XHAL_SLOT_K, k);
+  call.set(XHAL_SLOT_V, v);
+  call.set(XHAL_SLOT_OUT, out);
+  call.set(XHAL_SLOT_LSE, lse);
+  call.run();
+}
+
+void attention_varlen(const TensorView& q, const TensorView& k, const TensorView& v,
+                      const TensorView& cu_seqlens_q, const TensorView& cu_seqlens_k,
+                      int64_t max_seqlen_q, int64_t max_seqlen_k, const TensorView& out,
+                      const AttentionParams& params, const TensorView* lse, const Stream* stream) {
+  const ArgChecks check(Op::attention_varlen);
+  check.tensor("q", q, 3);
+  check.float_dtype("q", q);
+  const int64_t Tq = q.size(0), Hq = q.size(1), D = q.size(2);
+  check.tensor("k", k, 3);
+  check.dtype("k", k, q.dtype(), " (same as q)");
+  check.dim("k", k, 2, D, "head dim of q");
+  const int64_t Tk = k.size(0), Hkv = k.size(1);
+  check.tensor("v", v, 3);
+  check.dtype("v", v, q.dtype(), " (same as q)");
+  check.dim("v", v, 0, Tk, "tokens of k");
+  check.dim("v", v, 1, Hkv, "kv heads of k");
+  const int64_t Dv = v.size(2);
+  check.tensor("out", out, 3);
+  check.dtype("out", out, q.dtype(), " (same as q)");
+  check.dim("out", out, 0, Tq, "tokens of q");
+  check.dim("out", out, 1, Hq, "query heads of q");
+  check.dim("out", out, 2, Dv, "head dim of v");
+  check_head_ratio(check, Hq, Hkv);
+  check.tensor("cu_seqlens_q", cu_seqlens_q, 1);
+  check.dtype("cu_seqlens_q", cu_seqlens_q, DType::i32, "");
+  if (cu_seqlens_q.size(0) < 1) check.fail("cu_seqlens_q", "B+1 >= 1 entries", "0 entries");
+  check.tensor("cu_seqlens_k", cu_seqlens_k, 1);
+  check.dtype("cu_seqlens_k", cu_seqlens_k, DType::i32, "");
+  check.dim("cu_seqlens_k", cu_seqlens_k, 0, cu_seqlens_q.size(0), "B+1, as cu_seqlens_q");
+  if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", fmt::format("{}", max_seqlen_q));
+  if (max_seqlen_k < 0) check.fail("max_seqlen_k", ">= 0", fmt::format("{}", max_seqlen_k));
+  const Device device = out.device();
+  for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_seqlens_q},
+                         {"cu_seqlens_k", &cu_seqlens_k}}) {
+    check.same_device(name, *t, device, "out");
+  }
+  if (lse != nullptr) {
+    check.tensor("lse", *lse, 2, false);
+    check.dtype("lse", *lse, DType::f32, " (lse is always f32)");
+    check.dim("lse", *lse, 0, Hq, "query heads of q");
+    check.dim("lse", *lse, 1, Tq, "tokens of q");
+    check.same_device("lse", *lse, device, "out");
+  }
+  OpCall call(Op::attention_varlen, q.dtype(), device, stream);
+  set_attention_params(check, call.params(), params, D);
+  call.params().max_seqlen_q = max_seqlen_q;
+  call.params().max_seqlen_k = max_seqlen_k;
+  call.set(XHAL_SLOT_Q, q);
+  call.set(XHAL_SLOT_K, k);
+  call.set(XHAL_SLOT_V, v);
+  call.set(XHAL_SLOT_OUT, out);
+  call.set(XHAL_SLOT_LSE, lse);
+  call.set(XHAL_SLOT_CU_SEQLENS_Q, cu_seqlens_q);
+  call.set(XHAL_SLOT_CU_SEQLENS_K, cu_seqlens_k);
+  call.run();
+}
+
+}  // namespace xhal::ops

@@ -1,0 +1,39 @@
+#include "ops/attention_params.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace xhal::ops {
+
+void check_head_ratio(const ArgChecks& check, int64_t Hq, int64_t Hkv) {
+  if ((Hq > 0 && Hkv == 0) || (Hkv > 0 && Hq % Hkv != 0)) {
+    check.fail("k", fmt::format("a number of kv heads dividing the {} query heads (Hq % Hkv == 0)", Hq),
+               fmt::format("{} kv heads", Hkv));
+  }
+}
+
+void set_attention_params(const ArgChecks& check, xhal_op_params& out, const AttentionParams& params,
+                          int64_t head_dim) {
+  if (!std::isfinite(params.scale)) {
+    check.fail("params.scale", "a finite number (0 = 1/sqrt(head dim))", fmt::format("{}", params.scale));
+  }
+  if (params.window_left < -1) {
+    check.fail("params.window_left", ">= 0, or -1 for none", fmt::format("{}", params.window_left));
+  }
+  if (params.window_right < -1) {
+    check.fail("params.window_right", ">= 0, or -1 for none", fmt::format("{}", params.window_right));
+  }
+  if (!(params.softcap >= 0) || !std::isfinite(params.softcap)) {
+    check.fail("params.softcap", "a finite number >= 0 (0 = off)", fmt::format("{}", params.softcap));
+  }
+  out.scale = params.scale != 0.0f || head_dim == 0
+                  ? params.scale
+                  : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  out.causal = params.causal ? 1 : 0;
+  out.window_left = params.window_left;
+  out.window_right = params.window_right;
+  out.softcap = params.softcap;
+}
+
+}  // namespace xhal::ops

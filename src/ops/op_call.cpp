@@ -1,0 +1,34 @@
+#include "ops/op_call.hpp"
+
+#include <fmt/format.h>
+
+#include "core/registry.hpp"
+#include "core/runtime.hpp"
+#include "xhal/device_manager.hpp"
+#include "xhal/error.hpp"
+
+namespace xhal::ops {
+
+OpCall::OpCall(Op op, DType dtype, Device device, const Stream* stream) : device_(device) {
+  const BackendState& backend = Runtime::get().require(device);
+  if (stream != nullptr && !(stream->device() == device)) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("xhal::ops::{}: argument 'stream': expected a stream of {} (the output's "
+                            "device), got one of {}",
+                            op_name(op), device.str(), stream->device().str()));
+  }
+  call_.op = static_cast<xhal_op>(op);
+  call_.dtype = static_cast<xhal_dtype>(dtype);
+  call_.device_index = device.index;
+  call_.stream = stream ? stream->native() : DeviceManager::instance().current_stream(device).native();
+  call_.host = &backend.plugin.context->host;
+}
+
+void OpCall::set(int slot, const TensorView& view) {
+  tensors_[size_t(slot)] = view.to_dlpack();
+  call_.t[slot] = &tensors_[size_t(slot)];
+}
+
+void OpCall::run() { Registry::get().dispatch(device_.type, call_); }
+
+}  // namespace xhal::ops

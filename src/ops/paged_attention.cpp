@@ -1,0 +1,56 @@
+// Front end of paged_attention. Block indices and sequence lengths live in device memory; they are
+// checked by kernels where that is cheap (the CPU backend checks every one), see docs/ops.md.
+#include "ops/arg_checks.hpp"
+#include "ops/attention_params.hpp"
+#include "ops/op_call.hpp"
+#include "xhal/ops.hpp"
+
+namespace xhal::ops {
+
+void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const TensorView& block_table, const TensorView& seq_lens, const TensorView& out,
+                     const AttentionParams& params, const Stream* stream) {
+  const ArgChecks check(Op::paged_attention);
+  check.tensor("q", q, 3);
+  check.float_dtype("q", q);
+  const int64_t B = q.size(0), Hq = q.size(1), D = q.size(2);
+  check.tensor("k_cache", k_cache, 4);
+  check.dtype("k_cache", k_cache, q.dtype(), " (same as q)");
+  check.dim("k_cache", k_cache, 3, D, "head dim of q");
+  const int64_t num_blocks = k_cache.size(0), block_size = k_cache.size(1), Hkv = k_cache.size(2);
+  check.tensor("v_cache", v_cache, 4);
+  check.dtype("v_cache", v_cache, q.dtype(), " (same as q)");
+  check.dim("v_cache", v_cache, 0, num_blocks, "blocks of k_cache");
+  check.dim("v_cache", v_cache, 1, block_size, "block size of k_cache");
+  check.dim("v_cache", v_cache, 2, Hkv, "kv heads of k_cache");
+  const int64_t Dv = v_cache.size(3);
+  check.tensor("out", out, 3);
+  check.dtype("out", out, q.dtype(), " (same as q)");
+  check.dim("out", out, 0, B, "batch of q");
+  check.dim("out", out, 1, Hq, "query heads of q");
+  check.dim("out", out, 2, Dv, "head dim of v_cache");
+  check_head_ratio(check, Hq, Hkv);
+  check.tensor("block_table", block_table, 2, false);
+  check.dtype("block_table", block_table, DType::i32, "");
+  check.dim("block_table", block_table, 0, B, "batch of q");
+  check.tensor("seq_lens", seq_lens, 1, false);
+  check.dtype("seq_lens", seq_lens, DType::i32, "");
+  check.dim("seq_lens", seq_lens, 0, B, "batch of q");
+  if (B > 0 && block_size == 0) check.fail("k_cache", "block size >= 1", "0");
+  const Device device = out.device();
+  for (auto [name, t] : {std::pair{"q", &q}, {"k_cache", &k_cache}, {"v_cache", &v_cache},
+                         {"block_table", &block_table}, {"seq_lens", &seq_lens}}) {
+    check.same_device(name, *t, device, "out");
+  }
+  OpCall call(Op::paged_attention, q.dtype(), device, stream);
+  set_attention_params(check, call.params(), params, D);
+  call.set(XHAL_SLOT_Q, q);
+  call.set(XHAL_SLOT_K, k_cache);
+  call.set(XHAL_SLOT_V, v_cache);
+  call.set(XHAL_SLOT_OUT, out);
+  call.set(XHAL_SLOT_BLOCK_TABLE, block_table);
+  call.set(XHAL_SLOT_SEQ_LENS, seq_lens);
+  call.run();
+}
+
+}  // namespace xhal::ops

@@ -1,0 +1,70 @@
+// Front ends of rope and rope_cache. Positions live in device memory; kernels check they are below
+// max_pos where that is cheap (the CPU backend checks each), see docs/ops.md.
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ops/arg_checks.hpp"
+#include "ops/op_call.hpp"
+#include "xhal/error.hpp"
+#include "xhal/ops.hpp"
+
+namespace xhal::ops {
+
+void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
+          const TensorView& cos_sin_cache, RopeStyle style, const Stream* stream) {
+  const ArgChecks check(Op::rope);
+  check.tensor("q", q, 3);
+  check.float_dtype("q", q);
+  const int64_t T = q.size(0), D = q.size(2);
+  check.tensor("k", k, 3);
+  check.dtype("k", k, q.dtype(), " (same as q)");
+  check.dim("k", k, 0, T, "tokens of q");
+  check.dim("k", k, 2, D, "head dim of q");
+  check.tensor("positions", positions, 1, false);
+  check.dtype_in("positions", positions, {DType::i32, DType::i64});
+  check.dim("positions", positions, 0, T, "tokens of q");
+  check.tensor("cos_sin_cache", cos_sin_cache, 2);
+  check.dtype("cos_sin_cache", cos_sin_cache, DType::f32, " (from rope_cache)");
+  const int64_t rotary_dim = cos_sin_cache.size(1);
+  if (rotary_dim < 2 || rotary_dim % 2 != 0 || rotary_dim > D) {
+    check.fail("cos_sin_cache", fmt::format("an even rotary_dim (dim 1) in 2..{} (head dim)", D),
+               fmt::format("{}", rotary_dim));
+  }
+  const Device device = q.device();
+  for (auto [name, t] : {std::pair{"k", &k}, {"positions", &positions},
+                         {"cos_sin_cache", &cos_sin_cache}}) {
+    check.same_device(name, *t, device, "q");
+  }
+  OpCall call(Op::rope, q.dtype(), device, stream);
+  call.params().rope_neox = style == RopeStyle::neox ? 1 : 0;
+  call.set(XHAL_SLOT_ROPE_Q, q);
+  call.set(XHAL_SLOT_ROPE_K, k);
+  call.set(XHAL_SLOT_POSITIONS, positions);
+  call.set(XHAL_SLOT_COS_SIN, cos_sin_cache);
+  call.run();
+}
+
+Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, Device device) {
+  auto fail = [](std::string_view arg, std::string_view expected, std::string got) {
+    throw Error(Errc::invalid_argument, fmt::format("xhal::ops::rope_cache: argument '{}': expected "
+                                                    "{}, got {}", arg, expected, got));
+  };
+  if (max_pos < 0) fail("max_pos", ">= 0", fmt::format("{}", max_pos));
+  if (rotary_dim < 2 || rotary_dim % 2 != 0) fail("rotary_dim", "an even number >= 2", fmt::format("{}", rotary_dim));
+  if (!(theta > 0) || !std::isfinite(theta)) fail("theta", "a finite number > 0", fmt::format("{}", theta));
+  // Computed on the host in double (once per model), then copied to the device.
+  const int64_t half = rotary_dim / 2;
+  std::vector<float> host(static_cast<size_t>(max_pos * rotary_dim));
+  for (int64_t i = 0; i < half; ++i) {
+    const double inv_freq = std::pow(theta, -2.0 * double(i) / double(rotary_dim));
+    for (int64_t p = 0; p < max_pos; ++p) {
+      host[size_t(p * rotary_dim + i)] = static_cast<float>(std::cos(double(p) * inv_freq));
+      host[size_t(p * rotary_dim + half + i)] = static_cast<float>(std::sin(double(p) * inv_freq));
+    }
+  }
+  return Tensor::from_host(host.data(), {max_pos, rotary_dim}, DType::f32, device);
+}
+
+}  // namespace xhal::ops

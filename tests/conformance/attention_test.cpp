@@ -1,0 +1,140 @@
+// Conformance of attention, attention_varlen and paged_attention: head dims 64..256, GQA ratios 1,
+// 4, 8, causal with Sq != Sk (bottom-right), windows, softcap, custom scale, lse, empty batches,
+// rows that see no key, and [B,H,S,D] (strided) layouts.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "conformance.hpp"
+#include "golden/golden.hpp"
+
+namespace xhal::test {
+namespace {
+
+// Physical order [B,H,S,D] for a logical [B,S,H,D] tensor.
+const Layout kHeadsFirst{{0, 2, 1, 3}, 0};
+
+struct AttnCase {
+  int64_t B, Sq, Sk, Hq, Hkv, D, Dv;
+  AttentionParams params;
+  bool lse = true;
+  Layout layout = {};
+};
+
+std::string describe(const AttnCase& c) {
+  return fmt::format("B {} Sq {} Sk {} Hq {} Hkv {} D {} Dv {} causal {} window ({},{}) softcap {} "
+                     "scale {} strided {}",
+                     c.B, c.Sq, c.Sk, c.Hq, c.Hkv, c.D, c.Dv, c.params.causal, c.params.window_left,
+                     c.params.window_right, c.params.softcap, c.params.scale, !c.layout.order.empty());
+}
+
+golden::AttentionMask mask_of(const AttentionParams& p, int64_t D) {
+  return {p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(D)), p.causal, p.window_left,
+          p.window_right, p.softcap};
+}
+
+const std::vector<AttnCase> kDenseCases = {
+    {1, 1, 1, 1, 1, 64, 64, {}},
+    {2, 7, 7, 4, 4, 64, 64, {.causal = true}},
+    {1, 129, 129, 8, 2, 80, 80, {.causal = true}, true, kHeadsFirst},
+    {2, 7, 129, 8, 1, 96, 96, {.causal = true}},                 // Sq < Sk: bottom-right
+    {1, 129, 7, 4, 1, 128, 128, {.causal = true}},               // Sq > Sk: first rows see nothing
+    {1, 33, 129, 16, 2, 128, 64, {}, false, kHeadsFirst},        // Dv != D, GQA 8, no lse
+    {1, 65, 65, 2, 2, 256, 256, {.causal = true, .window_left = 16}},
+    {1, 40, 70, 3, 1, 64, 64, {.window_left = 5, .window_right = 3}},
+    {2, 17, 17, 4, 1, 128, 128, {.scale = 0.3f, .causal = true, .softcap = 5.0f}},
+    {1, 1000, 1000, 1, 1, 64, 64, {.causal = true}},
+    {0, 5, 5, 4, 2, 64, 64, {.causal = true}},                   // empty batch
+    {1, 3, 0, 2, 1, 64, 64, {}},                                 // no keys at all
+};
+
+TEST_P(Conformance, Attention) {
+  for (const AttnCase& c : kDenseCases) {
+    SCOPED_TRACE(describe(c));
+    auto q = random({c.B, c.Sq, c.Hq, c.D}, c.layout);
+    auto k = random({c.B, c.Sk, c.Hkv, c.D}, c.layout);
+    auto v = random({c.B, c.Sk, c.Hkv, c.Dv}, c.layout);
+    auto out = poisoned({c.B, c.Sq, c.Hq, c.Dv}, c.layout);
+    auto lse = TestTensor::poisoned({c.B, c.Hq, c.Sq}, DType::f32, device());
+    ops::attention(q, k, v, out, c.params, c.lse ? &lse.view() : nullptr);
+    auto expected = golden::attention(q.values(), k.values(), v.values(), c.B, c.Sq, c.Sk, c.Hq,
+                                      c.Hkv, c.D, c.Dv, mask_of(c.params, c.D));
+    expect_close(out.download("out"), expected.out, dtype(), "out");
+    if (c.lse) expect_close(lse.download("lse"), expected.lse, DType::f32, "lse");
+  }
+}
+
+TEST_P(Conformance, AttentionVarlen) {
+  struct Case {
+    std::vector<int64_t> q_lens, k_lens;
+    int64_t Hq, Hkv, D;
+    AttentionParams params;
+  };
+  for (const Case& c : {Case{{7, 0, 129, 1}, {7, 3, 129, 40}, 8, 2, 64, {.causal = true}},
+                        Case{{1, 33}, {1, 33}, 4, 4, 128, {}},
+                        Case{{5, 9}, {20, 9}, 8, 1, 96, {.causal = true, .window_left = 4}},
+                        Case{{}, {}, 4, 2, 64, {}}}) {
+    SCOPED_TRACE(fmt::format("q_lens [{}] k_lens [{}] Hq {} Hkv {} D {}", fmt::join(c.q_lens, ","),
+                             fmt::join(c.k_lens, ","), c.Hq, c.Hkv, c.D));
+    std::vector<int64_t> cu_q{0}, cu_k{0};
+    for (size_t b = 0; b < c.q_lens.size(); ++b) {
+      cu_q.push_back(cu_q.back() + c.q_lens[b]);
+      cu_k.push_back(cu_k.back() + c.k_lens[b]);
+    }
+    const int64_t Tq = cu_q.back(), Tk = cu_k.back(), batch = int64_t(c.q_lens.size());
+    const int64_t max_q = c.q_lens.empty() ? 0 : *std::max_element(c.q_lens.begin(), c.q_lens.end());
+    const int64_t max_k = c.k_lens.empty() ? 0 : *std::max_element(c.k_lens.begin(), c.k_lens.end());
+    auto q = random({Tq, c.Hq, c.D});
+    auto k = random({Tk, c.Hkv, c.D});
+    auto v = random({Tk, c.Hkv, c.D});
+    auto cu_seqlens_q = ints({batch + 1}, cu_q), cu_seqlens_k = ints({batch + 1}, cu_k);
+    auto out = poisoned({Tq, c.Hq, c.D});
+    auto lse = TestTensor::poisoned({c.Hq, Tq}, DType::f32, device());
+    ops::attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_q, max_k, out, c.params, &lse.view());
+    auto expected = golden::attention_varlen(q.values(), k.values(), v.values(), cu_q, cu_k, c.Hq,
+                                             c.Hkv, c.D, c.D, mask_of(c.params, c.D));
+    expect_close(out.download("out"), expected.out, dtype(), "out");
+    expect_close(lse.download("lse"), expected.lse, DType::f32, "lse");
+  }
+}
+
+TEST_P(Conformance, PagedAttention) {
+  struct Case {
+    std::vector<int64_t> seq_lens;
+    int64_t block_size, Hq, Hkv, D;
+    AttentionParams params;
+  };
+  for (const Case& c : {Case{{1, 17, 100, 0}, 16, 8, 1, 128, {}},
+                        Case{{64, 65, 3}, 32, 8, 2, 64, {.window_left = 20}},
+                        Case{{130}, 64, 4, 4, 256, {.softcap = 8.0f}},
+                        Case{{7, 1000}, 16, 32, 8, 80, {.scale = 0.2f}},
+                        Case{{}, 16, 4, 1, 64, {}}}) {
+    SCOPED_TRACE(fmt::format("seq_lens [{}] block {} Hq {} Hkv {} D {}", fmt::join(c.seq_lens, ","),
+                             c.block_size, c.Hq, c.Hkv, c.D));
+    const int64_t B = int64_t(c.seq_lens.size());
+    int64_t max_blocks = 1;
+    for (int64_t L : c.seq_lens) max_blocks = std::max(max_blocks, (L + c.block_size - 1) / c.block_size);
+    const int64_t num_blocks = B * max_blocks + 3;
+    // Blocks handed out in shuffled order, as a real cache would after reuse.
+    std::vector<int64_t> ids(static_cast<size_t>(num_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng());
+    std::vector<int64_t> table(size_t(B * max_blocks));
+    for (size_t i = 0; i < table.size(); ++i) table[i] = ids[i];
+    auto q = random({B, c.Hq, c.D});
+    auto k_cache = random({num_blocks, c.block_size, c.Hkv, c.D});
+    auto v_cache = random({num_blocks, c.block_size, c.Hkv, c.D});
+    auto block_table = ints({B, max_blocks}, table);
+    auto seq_lens = ints({B}, c.seq_lens);
+    auto out = poisoned({B, c.Hq, c.D});
+    ops::paged_attention(q, k_cache, v_cache, block_table, seq_lens, out, c.params);
+    auto expected = golden::paged_attention(q.values(), k_cache.values(), v_cache.values(), table,
+                                            c.seq_lens, c.Hq, c.Hkv, c.D, c.D, c.block_size,
+                                            mask_of(c.params, c.D));
+    expect_close(out.download("out"), expected, dtype(), "out");
+  }
+}
+
+}  // namespace
+}  // namespace xhal::test

@@ -1,0 +1,54 @@
+// Conformance of rope (both styles, partial rotary_dim, i32 and i64 positions, strided q/k as
+// views into a packed qkv buffer) and rope_cache.
+#include <fmt/format.h>
+
+#include "conformance.hpp"
+#include "golden/golden.hpp"
+
+namespace xhal::test {
+namespace {
+
+TEST_P(Conformance, Rope) {
+  struct Case {
+    int64_t T, Hq, Hkv, D, rotary_dim;
+    RopeStyle style;
+    DType positions;
+    Layout layout;
+  };
+  const int64_t max_pos = 4096;
+  for (const Case& c : {Case{1, 4, 1, 64, 64, RopeStyle::neox, DType::i32, {}},
+                        Case{7, 8, 8, 80, 40, RopeStyle::gptj, DType::i64, {}},
+                        Case{129, 4, 4, 96, 96, RopeStyle::gptj, DType::i32, {{}, 7}},
+                        Case{33, 6, 2, 128, 64, RopeStyle::neox, DType::i64, {{1, 0, 2}, 0}},
+                        Case{5, 2, 1, 256, 256, RopeStyle::neox, DType::i32, {}},
+                        Case{0, 2, 1, 64, 64, RopeStyle::neox, DType::i32, {}}}) {
+    SCOPED_TRACE(fmt::format("T {} Hq {} Hkv {} D {} rotary {} {}", c.T, c.Hq, c.Hkv, c.D,
+                             c.rotary_dim, c.style == RopeStyle::neox ? "neox" : "gptj"));
+    auto q = random({c.T, c.Hq, c.D}, c.layout);
+    auto k = random({c.T, c.Hkv, c.D}, c.layout);
+    std::vector<int64_t> pos(size_t(c.T));
+    for (auto& p : pos) p = int64_t(rng()() % max_pos);
+    auto positions = ints({c.T}, pos, c.positions);
+    Tensor cache = ops::rope_cache(max_pos, c.rotary_dim, 10000.0, device());
+    ops::rope(q, k, positions, cache, c.style);
+    const auto table = golden::rope_cache(max_pos, c.rotary_dim, 10000.0);
+    auto q_expected = q.values(), k_expected = k.values();
+    const bool neox = c.style == RopeStyle::neox;
+    golden::rope(q_expected, pos, c.Hq, c.D, table, c.rotary_dim, neox);
+    golden::rope(k_expected, pos, c.Hkv, c.D, table, c.rotary_dim, neox);
+    expect_close(q.download("q"), q_expected, dtype(), "q");
+    expect_close(k.download("k"), k_expected, dtype(), "k");
+  }
+}
+
+TEST_P(Conformance, RopeCache) {
+  Tensor cache = ops::rope_cache(300, 48, 500000.0, device());
+  std::vector<float> got(static_cast<size_t>(cache.numel()));
+  cache.copy_to_host(got.data());
+  const auto expected = golden::rope_cache(300, 48, 500000.0);
+  // The cache is f32 whatever the op dtype.
+  expect_close(std::vector<double>(got.begin(), got.end()), expected, DType::f32, "cache");
+}
+
+}  // namespace
+}  // namespace xhal::test

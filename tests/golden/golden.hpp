@@ -1,0 +1,101 @@
+// Float64 reference ("golden") implementations of every xhal op, used by the conformance tests
+// as the truth. They are written plainly and independently of the kernels: straight loops, full
+// softmax over all keys, no blocking or tiling. Semantics follow DESIGN.md, section "Ops".
+//
+// Layout contract for every function: arrays are contiguous row-major std::vector<double>
+// (integer arrays std::vector<int64_t>) in the shapes written next to each parameter. Sizes
+// that disagree with the stated shape throw std::invalid_argument; nothing aborts.
+// All functions are pure (except rope, which edits its argument) and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace xhal::golden {
+
+// Attention masking and scaling, as in xhal::AttentionParams.
+// score = (q . k) * scale; if softcap > 0, score = softcap * tanh(score / softcap).
+// Window sides of -1 mean "no limit" on that side.
+struct AttentionMask {
+  double scale;
+  bool causal;
+  int64_t window_left = -1, window_right = -1;
+  double softcap = 0;
+};
+
+// Whether query row i of an Sq x Sk attention sees key j. Bottom-right aligned: with
+// off = Sk - Sq, needs (!causal || j <= i+off), (window_left < 0 || j >= i+off-window_left),
+// (window_right < 0 || j <= i+off+window_right).
+bool key_visible(const AttentionMask& mask, int64_t i, int64_t j, int64_t Sq, int64_t Sk);
+
+// out and lse of an attention call; lse is the natural log of the sum of exp(score) over the
+// visible keys, -infinity for a row that sees no key (whose out row is all 0).
+struct AttentionResult {
+  std::vector<double> out;
+  std::vector<double> lse;
+};
+
+// q[B,Sq,Hq,D], k[B,Sk,Hkv,D], v[B,Sk,Hkv,Dv] -> out[B,Sq,Hq,Dv], lse[B,Hq,Sq].
+// Query head h reads kv head h / (Hq / Hkv); Hq % Hkv == 0.
+AttentionResult attention(const std::vector<double>& q, const std::vector<double>& k,
+                          const std::vector<double>& v, int64_t B, int64_t Sq, int64_t Sk,
+                          int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+                          const AttentionMask& mask);
+
+// Packed sequences: q[Tq,Hq,D], k[Tk,Hkv,D], v[Tk,Hkv,Dv], cu_seqlens_q[B+1], cu_seqlens_k[B+1]
+// (non-decreasing, starting at 0, ending at Tq resp. Tk) -> out[Tq,Hq,Dv], lse[Hq,Tq].
+// Sequence b is an independent attention over rows cu[b]..cu[b+1]-1, aligned on its own.
+AttentionResult attention_varlen(const std::vector<double>& q, const std::vector<double>& k,
+                                 const std::vector<double>& v,
+                                 const std::vector<int64_t>& cu_seqlens_q,
+                                 const std::vector<int64_t>& cu_seqlens_k, int64_t Hq,
+                                 int64_t Hkv, int64_t D, int64_t Dv, const AttentionMask& mask);
+
+// One decode query per sequence: q[B,Hq,D], k_cache[num_blocks,block_size,Hkv,D],
+// v_cache[num_blocks,block_size,Hkv,Dv], block_table[B,max_blocks], seq_lens[B] -> out[B,Hq,Dv].
+// Sequence b (L = seq_lens[b]) attends keys 0..L-1 as attention with Sq=1, Sk=L; key j is slot
+// j % block_size of block block_table[b][j / block_size]. L == 0 gives a zero row.
+std::vector<double> paged_attention(const std::vector<double>& q,
+                                    const std::vector<double>& k_cache,
+                                    const std::vector<double>& v_cache,
+                                    const std::vector<int64_t>& block_table,
+                                    const std::vector<int64_t>& seq_lens, int64_t Hq,
+                                    int64_t Hkv, int64_t D, int64_t Dv, int64_t block_size,
+                                    const AttentionMask& mask);
+
+// x[M,N], weight[N] -> out[M,N] = x / sqrt(mean(x^2) + eps) * weight, per row.
+std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight,
+                             double eps);
+
+struct FusedAddRmsNormResult {
+  std::vector<double> out;       // [M,N] rms_norm(new_residual)
+  std::vector<double> residual;  // [M,N] x + residual
+};
+
+// x[M,N], residual[M,N], weight[N] -> {rms_norm(x + residual), x + residual}.
+FusedAddRmsNormResult fused_add_rms_norm(const std::vector<double>& x,
+                                         const std::vector<double>& residual,
+                                         const std::vector<double>& weight, double eps);
+
+// gate[M,N], up[M,N] -> out[M,N] = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+std::vector<double> swiglu(const std::vector<double>& gate, const std::vector<double>& up);
+
+// x[M,2N] -> out[M,N]: gate = first N of each row, up = last N.
+std::vector<double> swiglu_packed(const std::vector<double>& x, int64_t N);
+
+// -> cache[max_pos, rotary_dim]; with f_i = theta^(-2i/rotary_dim), i < rotary_dim/2,
+// row p = [cos(p f_0) .. cos(p f_{r/2-1}), sin(p f_0) .. sin(p f_{r/2-1})]. rotary_dim even.
+std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta);
+
+// In place on x[T,H,D], T = positions.size(), with cache[max_pos, rotary_dim] from rope_cache.
+// Rotates the first rotary_dim features of each head by c = cache[p][i], s = cache[p][r/2+i]:
+// (a, b) -> (a c - b s, b c + a s), where (a, b) = (x[i], x[i+r/2]) if neox,
+// (x[2i], x[2i+1]) otherwise (gptj). Features >= rotary_dim are unchanged.
+void rope(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t H, int64_t D,
+          const std::vector<double>& cache, int64_t rotary_dim, bool neox);
+
+// x[M,K], w[N,K], bias[N] or empty -> out[M,N] = x @ w^T + bias.
+std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& w,
+                           const std::vector<double>& bias, int64_t M, int64_t N, int64_t K);
+
+}  // namespace xhal::golden
