@@ -11,8 +11,8 @@
 namespace xhal {
 namespace {
 
-// Why `type` cannot serve as the default, or "" when it can.
-std::string unavailable_reason(DeviceType type) {
+// Why `type` cannot serve as the default, or "" when it can. `detailed` adds the search path.
+std::string unavailable_reason(DeviceType type, bool detailed) {
   const std::string_view name = device_type_name(type);
   if (const BackendState* state = Runtime::get().backend(type)) {
     if (!state->properties.empty()) return "";
@@ -24,6 +24,7 @@ std::string unavailable_reason(DeviceType type) {
       return fmt::format("the {} plugin ({}) failed to load: {}", name, record.path, record.reason);
     }
   }
+  if (!detailed) return fmt::format("no {} plugin", name);
   return fmt::format("the {} plugin (libxhal_{}.so) was not found; searched: {}", name, name,
                      fmt::join(plugin_search_dirs(), ", "));
 }
@@ -35,15 +36,15 @@ DefaultDeviceChoice choose_default_device() {
   if (requested == "auto" || requested == "AUTO") {
     std::string skipped;
     for (DeviceType type : {DeviceType::cuda, DeviceType::hip, DeviceType::ze}) {
-      std::string why = unavailable_reason(type);
+      std::string why = unavailable_reason(type, false);
       if (why.empty()) {
         return {{type, 0}, fmt::format("BACKEND_TYPE=auto picked {}:0, the first accelerator with "
-                                       "a device{}",
-                                       device_type_name(type), skipped)};
+                                       "a device{}{}",
+                                       device_type_name(type), skipped.empty() ? "" : "; ", skipped)};
       }
-      skipped += fmt::format("; {}", why);
+      skipped += fmt::format("{}{}", skipped.empty() ? "" : "; ", why);
     }
-    return {Device::cpu(), fmt::format("BACKEND_TYPE=auto picked cpu: no accelerator{}", skipped)};
+    return {Device::cpu(), fmt::format("BACKEND_TYPE=auto picked cpu: no accelerator ({})", skipped)};
   }
   auto type = backend_names::lookup(requested);
   if (!type) {
@@ -57,7 +58,7 @@ DefaultDeviceChoice choose_default_device() {
                 fmt::format("BACKEND_TYPE={}: unknown backend; known: {}", requested,
                             backend_names::known_list()));
   }
-  if (std::string why = unavailable_reason(*type); !why.empty()) {
+  if (std::string why = unavailable_reason(*type, true); !why.empty()) {
     throw Error(Errc::backend_unavailable, fmt::format("BACKEND_TYPE={}: {}", requested, why));
   }
   return {{*type, 0}, fmt::format("BACKEND_TYPE={} selects {}", requested,

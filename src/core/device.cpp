@@ -42,7 +42,7 @@ Device Device::parse(std::string_view text) {
 }
 
 std::string Device::str() const {
-  if (type == DeviceType::cpu) return "cpu";
+  if (type == DeviceType::cpu && index == 0) return "cpu";
   return fmt::format("{}:{}", device_type_name(type), index);
 }
 

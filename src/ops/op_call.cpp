@@ -10,6 +10,13 @@
 namespace xhal::ops {
 
 OpCall::OpCall(Op op, DType dtype, Device device, const Stream* stream) : device_(device) {
+  if (!DeviceManager::instance().has_device(device)) {
+    try {
+      Runtime::get().require(device);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("xhal::ops::{}: argument 'out': {}", op_name(op), e.what()));
+    }
+  }
   const BackendState& backend = Runtime::get().require(device);
   if (stream != nullptr && !(stream->device() == device)) {
     throw Error(Errc::invalid_argument,

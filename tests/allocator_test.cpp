@@ -1,0 +1,218 @@
+// The caching allocator (src/core/allocator.hpp) against a fake driver that counts allocations,
+// can run out of memory, and has events whose completion the test controls.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "core/allocator.hpp"
+#include "xhal/xhal.hpp"
+
+namespace xhal {
+namespace {
+
+struct FakeDriver {
+  size_t capacity = size_t(64) << 20;
+  size_t used = 0;
+  int mallocs = 0, frees = 0;
+  std::map<void*, size_t> blocks;
+  std::set<void*> pending_events;  // recorded, not yet complete
+  int next_event = 1;
+};
+FakeDriver* g_driver = nullptr;
+
+xhal_status fake_malloc(int32_t, size_t bytes, void** ptr) {
+  if (g_driver->used + bytes > g_driver->capacity) return XHAL_ERR_OUT_OF_MEMORY;
+  *ptr = std::malloc(bytes);
+  g_driver->used += bytes;
+  g_driver->blocks[*ptr] = bytes;
+  ++g_driver->mallocs;
+  return XHAL_OK;
+}
+xhal_status fake_free(int32_t, void* ptr) {
+  g_driver->used -= g_driver->blocks.at(ptr);
+  g_driver->blocks.erase(ptr);
+  std::free(ptr);
+  ++g_driver->frees;
+  return XHAL_OK;
+}
+xhal_status fake_mem_info(int32_t, size_t* free_bytes, size_t* total) {
+  *free_bytes = g_driver->capacity - g_driver->used;
+  *total = g_driver->capacity;
+  return XHAL_OK;
+}
+xhal_status fake_event_create(int32_t, void** event) {
+  *event = reinterpret_cast<void*>(intptr_t(g_driver->next_event++));
+  return XHAL_OK;
+}
+xhal_status fake_event_destroy(int32_t, void* event) {
+  g_driver->pending_events.erase(event);
+  return XHAL_OK;
+}
+xhal_status fake_event_record(int32_t, void* event, void*) {
+  g_driver->pending_events.insert(event);
+  return XHAL_OK;
+}
+xhal_status fake_event_query(int32_t, void* event) {
+  return g_driver->pending_events.count(event) ? XHAL_NOT_READY : XHAL_OK;
+}
+const char* fake_last_error() { return "fake driver out of memory"; }
+
+void* const kStreamA = reinterpret_cast<void*>(0xa);
+void* const kStreamB = reinterpret_cast<void*>(0xb);
+
+class Allocator : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_driver = &driver_;
+    api_.malloc = fake_malloc;
+    api_.free = fake_free;
+    api_.mem_get_info = fake_mem_info;
+    api_.event_create = fake_event_create;
+    api_.event_destroy = fake_event_destroy;
+    api_.event_record = fake_event_record;
+    api_.event_query = fake_event_query;
+    api_.last_error = fake_last_error;
+  }
+  FakeDriver driver_;
+  xhal_plugin_api api_{};
+  const Device device_{DeviceType::cuda, 0};
+};
+
+TEST_F(Allocator, SmallRequestsShareOneSegmentAndAreRounded) {
+  CachingAllocator a(device_, api_, {});
+  void* p = a.allocate(1, nullptr);
+  void* q = a.allocate(700, nullptr);
+  EXPECT_EQ(driver_.mallocs, 1) << "both fit in one 2 MiB segment";
+  EXPECT_EQ(static_cast<char*>(q) - static_cast<char*>(p), 512) << "1 byte rounds up to 512";
+  EXPECT_EQ(a.stats().allocated, 512u + 1024u);
+  EXPECT_EQ(a.stats().reserved, CachingAllocator::kSegment);
+  a.deallocate(p);
+  a.deallocate(q);
+  EXPECT_EQ(a.stats().allocated, 0u);
+  EXPECT_EQ(a.stats().peak_allocated, 1536u);
+  EXPECT_EQ(a.stats().num_allocs, 2u);
+}
+
+TEST_F(Allocator, FreedBlocksAreSplitReusedAndMerged) {
+  CachingAllocator a(device_, api_, {});
+  char* p = static_cast<char*>(a.allocate(8 << 20, nullptr));
+  a.deallocate(p);
+  void* q = a.allocate(5 << 20, nullptr);
+  EXPECT_EQ(q, p) << "the cached 8 MiB block is reused";
+  void* r = a.allocate(3 << 20, nullptr);
+  EXPECT_EQ(r, p + (5 << 20)) << "the 3 MiB remainder was split off and reused";
+  EXPECT_EQ(driver_.mallocs, 1);
+  a.deallocate(q);
+  a.deallocate(r);
+  void* s = a.allocate(8 << 20, nullptr);
+  EXPECT_EQ(s, p) << "the two halves merged back";
+  EXPECT_EQ(driver_.mallocs, 1);
+  a.deallocate(s);
+}
+
+TEST_F(Allocator, ReuseOnAnotherStreamWaitsForTheEvent) {
+  CachingAllocator a(device_, api_, {});
+  void* p = a.allocate(4 << 20, kStreamA);
+  a.deallocate(p);  // records an event on stream A
+  ASSERT_EQ(driver_.pending_events.size(), 1u);
+  void* same_stream = a.allocate(4 << 20, kStreamA);
+  EXPECT_EQ(same_stream, p) << "same stream: reuse at once";
+  a.deallocate(same_stream);
+  void* other = a.allocate(4 << 20, kStreamB);
+  EXPECT_NE(other, p) << "stream B must not get memory stream A may still use";
+  a.deallocate(other);
+  driver_.pending_events.clear();  // the work on A finished
+  void* later = a.allocate(4 << 20, kStreamB);
+  EXPECT_TRUE(later == p || later == other);
+  a.deallocate(later);
+}
+
+TEST_F(Allocator, OutOfMemoryFreesTheCacheRetriesThenThrows) {
+  driver_.capacity = 10 << 20;
+  CachingAllocator a(device_, api_, {});
+  void* p = a.allocate(6 << 20, nullptr);
+  a.deallocate(p);  // cached, still reserved
+  void* q = a.allocate(8 << 20, nullptr);  // needs the cache released first
+  EXPECT_EQ(driver_.frees, 1);
+  EXPECT_EQ(a.stats().num_ooms, 0u);
+  try {
+    a.allocate(8 << 20, nullptr);
+    ADD_FAILURE() << "expected OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.code(), Errc::out_of_memory);
+    for (const char* part : {"cuda:0", "8.0 MiB", "free 2.0 MiB of total 10.0 MiB",
+                             "allocated by xhal 8.0 MiB", "reserved by xhal 8.0 MiB",
+                             "fake driver out of memory"}) {
+      EXPECT_NE(m.find(part), std::string::npos) << part << " missing in: " << m;
+    }
+  }
+  EXPECT_EQ(a.stats().num_ooms, 1u);
+  a.deallocate(q);
+  void* r = a.allocate(8 << 20, nullptr);  // still works after the failure
+  EXPECT_NE(r, nullptr);
+  a.deallocate(r);
+}
+
+TEST_F(Allocator, MemoryLimitActsAsOutOfMemory) {
+  CachingAllocator a(device_, api_, {false, 4 << 20});
+  void* p = a.allocate(2 << 20, nullptr);
+  EXPECT_THROW(a.allocate(4 << 20, nullptr), OutOfMemoryError);
+  a.deallocate(p);
+}
+
+TEST_F(Allocator, DirectModeGoesToTheDriverEveryTime) {
+  CachingAllocator a(device_, api_, {true, 0});
+  void* p = a.allocate(1000, nullptr);
+  a.deallocate(p);
+  void* q = a.allocate(1000, nullptr);
+  a.deallocate(q);
+  EXPECT_EQ(driver_.mallocs, 2);
+  EXPECT_EQ(driver_.frees, 2);
+  EXPECT_EQ(a.stats().reserved, 0u);
+}
+
+TEST_F(Allocator, EmptyCacheReturnsUnusedSegments) {
+  CachingAllocator a(device_, api_, {});
+  void* p = a.allocate(6 << 20, nullptr);
+  void* small = a.allocate(100, nullptr);
+  a.deallocate(p);
+  a.empty_cache();
+  EXPECT_EQ(a.stats().reserved, CachingAllocator::kSegment) << "the small segment is still in use";
+  a.deallocate(small);
+  a.empty_cache();
+  EXPECT_EQ(a.stats().reserved, 0u);
+  EXPECT_EQ(driver_.used, 0u);
+}
+
+TEST_F(Allocator, ZeroBytesIsNull) {
+  CachingAllocator a(device_, api_, {});
+  EXPECT_EQ(a.allocate(0, nullptr), nullptr);
+  a.deallocate(nullptr);
+  EXPECT_EQ(driver_.mallocs, 0);
+}
+
+// Through the public API on the CPU device: a limit set by XHAL_MEMORY_LIMIT (ctest runs this
+// binary with XHAL_MEMORY_LIMIT=64M and the filter MemoryLimit.*).
+TEST(MemoryLimit, OutOfMemoryMessageAndRecovery) {
+  if (std::getenv("XHAL_MEMORY_LIMIT") == nullptr) GTEST_SKIP() << "needs XHAL_MEMORY_LIMIT=64M";
+  auto& manager = DeviceManager::instance();
+  const Device cpu = Device::cpu();
+  {
+    Tensor keep = Tensor::empty({8 << 20}, DType::f32, cpu);  // 32 MiB
+    try {
+      Tensor::empty({10 << 20}, DType::f32, cpu);  // 40 MiB more: over 64 MiB
+      ADD_FAILURE() << "expected OutOfMemoryError";
+    } catch (const OutOfMemoryError& e) {
+      EXPECT_NE(std::string(e.what()).find("XHAL_MEMORY_LIMIT"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(manager.memory_status(cpu).num_ooms, 1u);
+  }
+  Tensor after = Tensor::empty({10 << 20}, DType::f32, cpu);  // fits once `keep` is gone
+  EXPECT_EQ(after.numel(), 10 << 20);
+}
+
+}  // namespace
+}  // namespace xhal

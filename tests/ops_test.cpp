@@ -1,0 +1,213 @@
+// Argument validation of every op (include/xhal/ops.hpp): each bad input throws xhal::Error with
+// the right code, a message naming the op and the argument, and leaves the outputs untouched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "xhal/xhal.hpp"
+
+namespace xhal {
+namespace {
+
+// Host buffers for views; contents do not matter for validation.
+struct Buffers {
+  std::vector<float> f = std::vector<float>(1 << 16, 0.5f);
+  std::vector<float> out = std::vector<float>(1 << 16, 7.0f);
+  std::vector<uint16_t> h = std::vector<uint16_t>(1 << 16, 0);
+  std::vector<int32_t> i = std::vector<int32_t>(1 << 10, 0);
+  std::vector<int64_t> l = std::vector<int64_t>(1 << 10, 0);
+  TensorView f32(std::vector<int64_t> shape) { return {f.data(), DType::f32, shape}; }
+  TensorView o32(std::vector<int64_t> shape) { return {out.data(), DType::f32, shape}; }
+  TensorView bf16(std::vector<int64_t> shape) { return {h.data(), DType::bf16, shape}; }
+  TensorView i32(std::vector<int64_t> shape) { return {i.data(), DType::i32, shape}; }
+  TensorView i64(std::vector<int64_t> shape) { return {l.data(), DType::i64, shape}; }
+  bool out_untouched() const {
+    return std::all_of(out.begin(), out.end(), [](float v) { return v == 7.0f; });
+  }
+};
+
+struct BadCall {
+  const char* what;
+  Errc code;
+  const char* op;
+  const char* arg;  // must appear quoted in the message
+  std::function<void(Buffers&)> call;
+};
+
+const std::vector<BadCall>& bad_calls() {
+  using V = std::vector<int64_t>;
+  static const std::vector<BadCall> calls = {
+      // attention
+      {"q rank", Errc::invalid_argument, "attention", "q",
+       [](Buffers& b) { ops::attention(b.f32({2, 4, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8})); }},
+      {"dtype mismatch", Errc::invalid_argument, "attention", "k",
+       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.bf16({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8})); }},
+      {"head dim mismatch", Errc::invalid_argument, "attention", "k",
+       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 16}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8})); }},
+      {"Hq % Hkv", Errc::invalid_argument, "attention", "k",
+       [](Buffers& b) { ops::attention(b.f32({1, 4, 6, 8}), b.f32({1, 4, 4, 8}), b.f32({1, 4, 4, 8}), b.o32({1, 4, 6, 8})); }},
+      {"out shape", Errc::invalid_argument, "attention", "out",
+       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 5, 2, 8})); }},
+      {"inner stride", Errc::invalid_argument, "attention", "q",
+       [](Buffers& b) {
+         TensorView q(b.f.data(), DType::f32, V{1, 4, 2, 8}, V{128, 32, 16, 2});
+         ops::attention(q, b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+       }},
+      {"null data", Errc::invalid_argument, "attention", "v",
+       [](Buffers& b) {
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), TensorView(nullptr, DType::f32, V{1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+       }},
+      {"wrong device", Errc::invalid_argument, "attention", "q",
+       [](Buffers& b) {
+         TensorView q(b.f.data(), DType::f32, V{1, 4, 2, 8}, Device{DeviceType::cuda, 0});
+         ops::attention(q, b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+       }},
+      {"lse dtype", Errc::invalid_argument, "attention", "lse",
+       [](Buffers& b) {
+         auto lse = b.bf16({1, 2, 4});
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {}, &lse);
+       }},
+      {"window", Errc::invalid_argument, "attention", "params.window_left",
+       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {.window_left = -5}); }},
+      {"softcap", Errc::invalid_argument, "attention", "params.softcap",
+       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {.softcap = -1}); }},
+      {"scale NaN", Errc::invalid_argument, "attention", "params.scale",
+       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {.scale = std::nanf("")}); }},
+      {"f64 is not a compute dtype", Errc::invalid_argument, "attention", "q",
+       [](Buffers& b) {
+         TensorView q(b.f.data(), DType::f64, V{1, 2, 2, 8});
+         ops::attention(q, q, q, q);
+       }},
+      {"size overflow", Errc::invalid_argument, "attention", "q",
+       [](Buffers& b) {
+         const int64_t huge = int64_t(1) << 40;
+         ops::attention(b.f32({huge, huge, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+       }},
+      {"device absent", Errc::backend_unavailable, "attention", "out",
+       [](Buffers& b) {
+         Device gpu{DeviceType::cuda, 0};
+         TensorView t(b.f.data(), DType::f32, V{1, 4, 2, 8}, gpu);
+         ops::attention(t, t, t, t);
+       }},
+      // attention_varlen
+      {"cu_seqlens dtype", Errc::invalid_argument, "attention_varlen", "cu_seqlens_q",
+       [](Buffers& b) { ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.i64({2}), b.i32({2}), 8, 8, b.o32({8, 2, 8})); }},
+      {"cu_seqlens length", Errc::invalid_argument, "attention_varlen", "cu_seqlens_k",
+       [](Buffers& b) { ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.i32({2}), b.i32({3}), 8, 8, b.o32({8, 2, 8})); }},
+      {"max_seqlen", Errc::invalid_argument, "attention_varlen", "max_seqlen_q",
+       [](Buffers& b) { ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.i32({2}), b.i32({2}), -1, 8, b.o32({8, 2, 8})); }},
+      {"cu_seqlens contents", Errc::invalid_argument, "attention_varlen", "cu_seqlens_q",
+       [](Buffers& b) {
+         std::vector<int32_t> cu{0, 9};  // 9 > 8 tokens
+         std::vector<int32_t> cu_k{0, 8};
+         ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}),
+                               TensorView(cu.data(), DType::i32, V{2}), TensorView(cu_k.data(), DType::i32, V{2}), 9, 8, b.o32({8, 2, 8}));
+       }},
+      // paged_attention
+      {"block_table dtype", Errc::invalid_argument, "paged_attention", "block_table",
+       [](Buffers& b) { ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i64({2, 2}), b.i32({2}), b.o32({2, 4, 8})); }},
+      {"cache shapes", Errc::invalid_argument, "paged_attention", "v_cache",
+       [](Buffers& b) { ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 8, 2, 8}), b.i32({2, 2}), b.i32({2}), b.o32({2, 4, 8})); }},
+      {"block index out of range", Errc::invalid_argument, "paged_attention", "block_table",
+       [](Buffers& b) {
+         std::vector<int32_t> table{0, 1, 2, 99}, lens{20, 20};
+         ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}),
+                              TensorView(table.data(), DType::i32, V{2, 2}), TensorView(lens.data(), DType::i32, V{2}), b.o32({2, 4, 8}));
+       }},
+      {"seq_lens beyond the table", Errc::invalid_argument, "paged_attention", "seq_lens",
+       [](Buffers& b) {
+         std::vector<int32_t> table{0, 1, 2, 3}, lens{20, 33};
+         ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}),
+                              TensorView(table.data(), DType::i32, V{2, 2}), TensorView(lens.data(), DType::i32, V{2}), b.o32({2, 4, 8}));
+       }},
+      // rms_norm, fused_add_rms_norm
+      {"weight size", Errc::invalid_argument, "rms_norm", "weight",
+       [](Buffers& b) { ops::rms_norm(b.f32({4, 64}), b.f32({63}), 1e-6f, b.o32({4, 64})); }},
+      {"out shape", Errc::invalid_argument, "rms_norm", "out",
+       [](Buffers& b) { ops::rms_norm(b.f32({4, 64}), b.f32({64}), 1e-6f, b.o32({64, 4})); }},
+      {"eps", Errc::invalid_argument, "rms_norm", "eps",
+       [](Buffers& b) { ops::rms_norm(b.f32({4, 64}), b.f32({64}), -1.0f, b.o32({4, 64})); }},
+      {"rank 0", Errc::invalid_argument, "rms_norm", "x",
+       [](Buffers& b) { ops::rms_norm(b.f32({}), b.f32({1}), 1e-6f, b.o32({})); }},
+      {"residual shape", Errc::invalid_argument, "fused_add_rms_norm", "residual",
+       [](Buffers& b) { ops::fused_add_rms_norm(b.f32({4, 64}), b.f32({4, 32}), b.f32({64}), 1e-6f, b.o32({4, 64})); }},
+      {"residual dtype", Errc::invalid_argument, "fused_add_rms_norm", "residual",
+       [](Buffers& b) { ops::fused_add_rms_norm(b.f32({4, 64}), b.bf16({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64})); }},
+      // swiglu
+      {"up shape", Errc::invalid_argument, "swiglu", "up",
+       [](Buffers& b) { ops::swiglu(b.f32({4, 64}), b.f32({4, 65}), b.o32({4, 64})); }},
+      {"odd packed dim", Errc::invalid_argument, "swiglu_packed", "x",
+       [](Buffers& b) { ops::swiglu_packed(b.f32({4, 65}), b.o32({4, 32})); }},
+      {"packed out", Errc::invalid_argument, "swiglu_packed", "out",
+       [](Buffers& b) { ops::swiglu_packed(b.f32({4, 64}), b.o32({4, 64})); }},
+      // rope
+      {"positions dtype", Errc::invalid_argument, "rope", "positions",
+       [](Buffers& b) { ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), b.f32({4}), b.f32({16, 64}), RopeStyle::neox); }},
+      {"odd rotary dim", Errc::invalid_argument, "rope", "cos_sin_cache",
+       [](Buffers& b) { ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), b.i32({4}), b.f32({16, 63}), RopeStyle::neox); }},
+      {"rotary dim > head dim", Errc::invalid_argument, "rope", "cos_sin_cache",
+       [](Buffers& b) { ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), b.i32({4}), b.f32({16, 128}), RopeStyle::neox); }},
+      {"cache dtype", Errc::invalid_argument, "rope", "cos_sin_cache",
+       [](Buffers& b) { ops::rope(b.bf16({4, 2, 64}), b.bf16({4, 1, 64}), b.i32({4}), b.bf16({16, 64}), RopeStyle::neox); }},
+      {"position out of range", Errc::invalid_argument, "rope", "positions",
+       [](Buffers& b) {
+         std::vector<int64_t> pos{0, 1, 16, 2};
+         ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), TensorView(pos.data(), DType::i64, V{4}), b.f32({16, 64}), RopeStyle::gptj);
+       }},
+      {"rope_cache theta", Errc::invalid_argument, "rope_cache", "theta",
+       [](Buffers&) { ops::rope_cache(16, 64, -1.0); }},
+      // linear
+      {"w in features", Errc::invalid_argument, "linear", "w",
+       [](Buffers& b) { ops::linear(b.f32({4, 64}), b.f32({8, 32}), nullptr, b.o32({4, 8})); }},
+      {"bias size", Errc::invalid_argument, "linear", "bias",
+       [](Buffers& b) {
+         auto bias = b.f32({7});
+         ops::linear(b.f32({4, 64}), b.f32({8, 64}), &bias, b.o32({4, 8}));
+       }},
+  };
+  return calls;
+}
+
+TEST(Ops, EveryBadArgumentIsAClearError) {
+  for (const BadCall& bad : bad_calls()) {
+    SCOPED_TRACE(std::string(bad.op) + ": " + bad.what);
+    Buffers buffers;
+    try {
+      bad.call(buffers);
+      ADD_FAILURE() << "no error thrown";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(e.code(), bad.code) << message;
+      EXPECT_NE(message.find(std::string("xhal::ops::") + bad.op), std::string::npos) << message;
+      if (*bad.arg) {
+        EXPECT_NE(message.find(std::string("'") + bad.arg + "'"), std::string::npos) << message;
+      }
+    }
+    EXPECT_TRUE(buffers.out_untouched()) << "an output was written before the error";
+  }
+}
+
+TEST(Ops, EmptyTensorsAreValidNoOps) {
+  Buffers b;
+  ops::rms_norm(TensorView(nullptr, DType::f32, {0, 64}), b.f32({64}), 1e-6f,
+                TensorView(nullptr, DType::f32, {0, 64}));
+  ops::linear(TensorView(nullptr, DType::f32, {0, 64}), b.f32({8, 64}), nullptr,
+              TensorView(nullptr, DType::f32, {0, 8}));
+  EXPECT_TRUE(b.out_untouched());
+}
+
+TEST(Ops, RunsOnAnExplicitStream) {
+  auto& manager = DeviceManager::instance();
+  Stream stream = manager.create_stream(Device::cpu());
+  std::vector<float> x{3, 4}, w{1, 1}, out(2, 0);
+  ops::rms_norm(TensorView(x.data(), DType::f32, {1, 2}), TensorView(w.data(), DType::f32, {2}),
+                0.0f, TensorView(out.data(), DType::f32, {1, 2}), &stream);
+  stream.synchronize();
+  EXPECT_NEAR(out[0], 3 / std::sqrt(12.5), 1e-6);
+}
+
+}  // namespace
+}  // namespace xhal

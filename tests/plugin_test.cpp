@@ -1,0 +1,98 @@
+// Plugin loading (include/xhal/plugin.h): run with XHAL_PLUGIN_PATH pointing at a directory of
+// deliberately broken plugins. Each is refused with a clear reason; the CPU plugin, found next to
+// libxhal, keeps working.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "xhal/xhal.hpp"
+
+namespace xhal {
+namespace {
+
+BackendInfo record_for(const std::string& file) {
+  for (const auto& b : DeviceManager::instance().backends()) {
+    if (b.path.find(file) != std::string::npos) return b;
+  }
+  ADD_FAILURE() << "no record of " << file << " among the loaded plugins";
+  return {};
+}
+
+TEST(Plugin, WrongAbiVersionIsRefused) {
+  auto b = record_for("libxhal_wrongabi.so");
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("ABI version mismatch: plugin has 42, this xhal needs 1"), std::string::npos)
+      << b.reason;
+}
+
+TEST(Plugin, FailingInitIsRefusedAndLeavesNoKernels) {
+  auto b = record_for("libxhal_failinginit.so");
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("initialisation failed: driver version 0 is older"), std::string::npos)
+      << b.reason;
+  for (const auto& k : registry::list_kernels()) EXPECT_NE(k.name, "failing.rms_norm");
+}
+
+TEST(Plugin, MissingSymbolIsRefusedNamingIt) {
+  auto b = record_for("libxhal_missingsymbol.so");
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("xhal_test_vendor_symbol_that_does_not_exist"), std::string::npos) << b.reason;
+}
+
+TEST(Plugin, LibraryWithoutEntryPointIsRefused) {
+  auto b = record_for("libxhal_noentry.so");
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("missing entry point xhal_plugin_init"), std::string::npos) << b.reason;
+}
+
+TEST(Plugin, CpuBackendStillWorks) {
+  auto& manager = DeviceManager::instance();
+  ASSERT_TRUE(manager.has_device(Device::cpu()));
+  std::vector<float> x{1, 2, 3, 4}, w{1, 1, 1, 1}, out(4);
+  ops::rms_norm(TensorView(x.data(), DType::f32, {1, 4}), TensorView(w.data(), DType::f32, {4}),
+                0.0f, TensorView(out.data(), DType::f32, {1, 4}));
+  EXPECT_NEAR(out[3], 4.0 / std::sqrt(7.5), 1e-6);
+}
+
+TEST(Plugin, SearchPathComesFirst) {
+  auto backends = DeviceManager::instance().backends();
+  auto first_test_plugin = std::find_if(backends.begin(), backends.end(), [](const BackendInfo& b) {
+    return b.path.find("libxhal_wrongabi.so") != std::string::npos;
+  });
+  auto cpu = std::find_if(backends.begin(), backends.end(),
+                          [](const BackendInfo& b) { return b.name == "cpu" && b.loaded; });
+  ASSERT_NE(cpu, backends.end());
+  EXPECT_LT(first_test_plugin - backends.begin(), cpu - backends.begin())
+      << "XHAL_PLUGIN_PATH is searched before the directory of libxhal";
+}
+
+TEST(Plugin, ExplicitLoadOfDuplicateBackendIsRefused) {
+  auto b = DeviceManager::instance().load_plugin(XHAL_TEST_DUPLICATE_PLUGIN);
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("backend cpu is already provided by"), std::string::npos) << b.reason;
+  EXPECT_TRUE(DeviceManager::instance().has_device(Device::cpu()));
+}
+
+TEST(Plugin, ExplicitLoadOfMissingFileIsRefused) {
+  auto b = DeviceManager::instance().load_plugin("/nonexistent/libxhal_cuda.so");
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("cannot open"), std::string::npos) << b.reason;
+}
+
+TEST(Plugin, ExplicitBackendWhosePluginFailedSaysWhy) {
+  // libxhal_wrongabi.so claims to be cuda but is refused; with no real cuda plugin here,
+  // selecting cuda must fail with a reason rather than fall back to the CPU.
+  setenv("BACKEND_TYPE", "cuda", 1);
+  try {
+    DeviceManager::instance().default_device();
+    ADD_FAILURE() << "BACKEND_TYPE=cuda must not fall back";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::backend_unavailable);
+    EXPECT_NE(std::string(e.what()).find("BACKEND_TYPE=cuda"), std::string::npos) << e.what();
+  }
+  unsetenv("BACKEND_TYPE");
+}
+
+}  // namespace
+}  // namespace xhal

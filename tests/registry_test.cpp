@@ -1,0 +1,165 @@
+// The op registry (include/xhal/registry.hpp): every CPU kernel is listed, dispatch takes the
+// highest-priority kernel that supports a call, explain() says why, XHAL_STRICT turns a fallback
+// into an error and XHAL_FORCE_REFERENCE picks the reference kernel.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+
+#include "xhal/xhal.hpp"
+
+namespace xhal {
+namespace {
+
+std::atomic<int> g_fast_runs{0};
+
+// Refuses rows longer than 8 elements, so calls with N > 8 fall back to the CPU reference kernel.
+const char* fast_supports(const xhal_op_call* call) {
+  return call->t[XHAL_SLOT_X]->shape[call->t[XHAL_SLOT_X]->ndim - 1] > 8 ? "rows longer than 8"
+                                                                          : nullptr;
+}
+
+xhal_status fast_run(const xhal_op_call* call, char*, size_t) {
+  ++g_fast_runs;
+  const DLTensor* out = call->t[XHAL_SLOT_NORM_OUT];
+  int64_t n = 1;
+  for (int d = 0; d < out->ndim; ++d) n *= out->shape[d];
+  for (int64_t i = 0; i < n; ++i) static_cast<float*>(out->data)[i] = 42.0f;
+  return XHAL_OK;
+}
+
+class Registry : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    xhal_kernel_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.name = "test.fast_rms_norm";
+    desc.op = XHAL_OP_RMS_NORM;
+    desc.dtype = XHAL_DTYPE_F32;
+    desc.priority = 100;
+    desc.supports = fast_supports;
+    desc.run = fast_run;
+    handle_ = registry::register_kernel(DeviceType::cpu, desc);
+    g_fast_runs = 0;
+  }
+  void TearDown() override {
+    registry::unregister_kernel(handle_);
+    registry::set_strict(false);
+    registry::set_force_reference({});
+  }
+  void run_rms_norm(int64_t n) {
+    x_.assign(size_t(n), 1.0f);
+    w_.assign(size_t(n), 1.0f);
+    out_.assign(size_t(n), 0.0f);
+    ops::rms_norm(TensorView(x_.data(), DType::f32, {1, n}), TensorView(w_.data(), DType::f32, {n}),
+                  0.0f, TensorView(out_.data(), DType::f32, {1, n}));
+  }
+  std::vector<float> x_, w_, out_;
+  int64_t handle_ = 0;
+};
+
+TEST_F(Registry, ListsEveryOpAndDtypeOfTheCpuBackend) {
+  std::set<std::pair<Op, DType>> seen;
+  for (const auto& k : registry::list_kernels()) {
+    if (k.backend == DeviceType::cpu && k.is_reference) seen.insert({k.op, k.dtype});
+  }
+  for (int op = 0; op < kNumOps; ++op) {
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+      EXPECT_TRUE(seen.count({Op(op), d})) << op_name(Op(op)) << " " << dtype_name(d);
+    }
+  }
+}
+
+TEST_F(Registry, HighestPrioritySupportedKernelRuns) {
+  run_rms_norm(4);
+  EXPECT_EQ(g_fast_runs, 1);
+  EXPECT_EQ(out_[0], 42.0f);
+  run_rms_norm(16);  // refused by the fast kernel: the reference runs
+  EXPECT_EQ(g_fast_runs, 1);
+  EXPECT_FLOAT_EQ(out_[0], 1.0f);
+}
+
+TEST_F(Registry, ExplainSaysWhichKernelAndWhy) {
+  auto ex = registry::explain([&] { run_rms_norm(16); });
+  ASSERT_EQ(ex.candidates.size(), 2u) << ex.str();
+  EXPECT_EQ(ex.candidates[0].kernel, "test.fast_rms_norm");
+  EXPECT_FALSE(ex.candidates[0].taken);
+  EXPECT_EQ(ex.candidates[0].reason, "rows longer than 8");
+  EXPECT_EQ(ex.candidates[1].kernel, "cpu.rms_norm");
+  EXPECT_TRUE(ex.candidates[1].taken);
+  EXPECT_EQ(g_fast_runs, 0);
+  EXPECT_FLOAT_EQ(out_[0], 0.0f) << "explain must not run the kernel";
+  EXPECT_NE(ex.str().find("[taken]"), std::string::npos);
+}
+
+TEST_F(Registry, ExplainReportsValidationErrors) {
+  auto ex = registry::explain([&] {
+    std::vector<float> x(8);
+    ops::rms_norm(TensorView(x.data(), DType::f32, {2, 4}), TensorView(x.data(), DType::f32, {3}),
+                  0.0f, TensorView(x.data(), DType::f32, {2, 4}));
+  });
+  EXPECT_NE(ex.error.find("argument 'weight'"), std::string::npos) << ex.error;
+}
+
+TEST_F(Registry, StrictTurnsFallbackIntoError) {
+  registry::set_strict(true);
+  try {
+    run_rms_norm(16);
+    ADD_FAILURE() << "a fallback under XHAL_STRICT must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::unsupported);
+    EXPECT_NE(std::string(e.what()).find("XHAL_STRICT"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rows longer than 8"), std::string::npos) << e.what();
+  }
+  run_rms_norm(4);  // the top kernel itself is fine under strict
+  EXPECT_EQ(g_fast_runs, 1);
+}
+
+TEST_F(Registry, ForceReferenceSkipsOtherKernels) {
+  registry::set_force_reference({Op::rms_norm});
+  run_rms_norm(4);
+  EXPECT_EQ(g_fast_runs, 0);
+  EXPECT_FLOAT_EQ(out_[0], 1.0f);
+}
+
+TEST_F(Registry, UnregisteredKernelIsGone) {
+  registry::unregister_kernel(handle_);
+  run_rms_norm(4);
+  EXPECT_EQ(g_fast_runs, 0);
+}
+
+TEST(RegistryNames, OpNamesRoundTrip) {
+  for (int op = 0; op < kNumOps; ++op) EXPECT_EQ(op_from_name(op_name(Op(op))), Op(op));
+  try {
+    op_from_name("softmax");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("paged_attention"), std::string::npos);
+  }
+}
+
+TEST(RegistryEnv, ForceReferenceFromEnvironment) {
+  // Run by ctest with XHAL_FORCE_REFERENCE=rms_norm,linear (see tests/CMakeLists.txt).
+  if (std::getenv("XHAL_FORCE_REFERENCE") == nullptr) GTEST_SKIP() << "needs XHAL_FORCE_REFERENCE";
+  xhal_kernel_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.name = "test.env_rms_norm";
+  desc.op = XHAL_OP_RMS_NORM;
+  desc.dtype = XHAL_DTYPE_F32;
+  desc.priority = 100;
+  desc.run = fast_run;
+  const int64_t handle = registry::register_kernel(DeviceType::cpu, desc);
+  std::vector<float> x(4, 1.0f), out(4, 0.0f);
+  auto ex = registry::explain([&] {
+    ops::rms_norm(TensorView(x.data(), DType::f32, {1, 4}), TensorView(x.data(), DType::f32, {4}),
+                  0.0f, TensorView(out.data(), DType::f32, {1, 4}));
+  });
+  registry::unregister_kernel(handle);
+  ASSERT_EQ(ex.candidates.size(), 2u);
+  EXPECT_EQ(ex.candidates[0].reason, "not the reference kernel (XHAL_FORCE_REFERENCE)");
+  EXPECT_TRUE(ex.candidates[1].taken);
+}
+
+}  // namespace
+}  // namespace xhal

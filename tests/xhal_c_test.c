@@ -1,0 +1,101 @@
+/* The C API (include/xhal/xhal.h), from C: devices, memory status, ops on DLTensors, and errors
+ * that come back as a status plus a message. Prints "N passed, N failed". */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "xhal/xhal.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                       \
+  do {                                                                    \
+    if (cond) {                                                           \
+      ++passed;                                                           \
+    } else {                                                              \
+      ++failed;                                                           \
+      fprintf(stderr, "%s:%d: failed: %s (last error: %s)\n", __FILE__,   \
+              __LINE__, #cond, xhal_last_error());                        \
+    }                                                                     \
+  } while (0)
+
+static DLTensor tensor(void* data, DLDataType dtype, int ndim, int64_t* shape) {
+  DLTensor t;
+  memset(&t, 0, sizeof t);
+  t.data = data;
+  t.device.device_type = kDLCPU;
+  t.ndim = ndim;
+  t.dtype = dtype;
+  t.shape = shape;
+  t.strides = NULL; /* contiguous */
+  return t;
+}
+
+int main(void) {
+  const DLDataType f32 = {kDLFloat, 32, 1}, i32 = {kDLInt, 32, 1};
+  int32_t count = 0;
+  char name[64];
+  CHECK(xhal_device_count(&count) == XHAL_OK && count >= 1);
+  CHECK(xhal_device_name(0, name, sizeof name) == XHAL_OK);
+  CHECK(xhal_device_name(count, name, sizeof name) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "xhal_device_name") != NULL);
+  CHECK(xhal_default_device(name, sizeof name) == XHAL_OK && strcmp(name, "cpu") == 0);
+
+  xhal_memory_status mem;
+  CHECK(xhal_memory_status_get("cpu", &mem) == XHAL_OK && mem.total_bytes > 0);
+  CHECK(xhal_memory_status_get("tpu:0", &mem) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(xhal_synchronize("cpu") == XHAL_OK);
+  CHECK(xhal_empty_cache("cpu") == XHAL_OK);
+
+  /* rms_norm of [3, 4] */
+  float x[2][4] = {{3, 4, 0, 0}, {1, 1, 1, 1}}, w[4] = {1, 2, 1, 1}, out[2][4];
+  int64_t xs[2] = {2, 4}, ws[1] = {4};
+  DLTensor tx = tensor(x, f32, 2, xs), tw = tensor(w, f32, 1, ws), to = tensor(out, f32, 2, xs);
+  CHECK(xhal_rms_norm(&tx, &tw, 0.0f, &to, NULL) == XHAL_OK);
+  CHECK(fabsf(out[0][1] - 4.0f * 2.0f / sqrtf(6.25f)) < 1e-5f);
+  CHECK(fabsf(out[1][0] - 1.0f) < 1e-6f);
+
+  /* A bad argument: weight of the wrong size. */
+  int64_t bad[1] = {3};
+  DLTensor tbad = tensor(w, f32, 1, bad);
+  CHECK(xhal_rms_norm(&tx, &tbad, 0.0f, &to, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "xhal::ops::rms_norm") != NULL);
+  CHECK(strstr(xhal_last_error(), "'weight'") != NULL);
+  CHECK(xhal_rms_norm(NULL, &tw, 0.0f, &to, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
+  /* attention with one key returns v; lse is the score. */
+  float q[4] = {1, 0, 0, 0}, k[4] = {2, 0, 0, 0}, v[4] = {5, 6, 7, 8}, o[4], lse[1];
+  int64_t qs[4] = {1, 1, 1, 4}, ls[3] = {1, 1, 1};
+  DLTensor tq = tensor(q, f32, 4, qs), tk = tensor(k, f32, 4, qs), tv = tensor(v, f32, 4, qs),
+           tob = tensor(o, f32, 4, qs), tl = tensor(lse, f32, 3, ls);
+  xhal_attention_params params = xhal_attention_params_default();
+  params.scale = 1.0f;
+  CHECK(xhal_attention(&tq, &tk, &tv, &tob, &params, &tl, NULL) == XHAL_OK);
+  CHECK(o[0] == 5 && o[3] == 8);
+  CHECK(fabsf(lse[0] - 2.0f) < 1e-6f);
+
+  /* rope_cache into a caller buffer, then rope at position 0 is the identity. */
+  float cache[8][4];
+  int64_t cs[2] = {8, 4};
+  DLTensor tc = tensor(cache, f32, 2, cs);
+  CHECK(xhal_rope_cache(8, 4, 10000.0, &tc) == XHAL_OK);
+  CHECK(cache[0][0] == 1.0f && cache[0][2] == 0.0f);
+  int32_t pos[1] = {0};
+  int64_t ps[1] = {1}, hs[3] = {1, 1, 4};
+  DLTensor tp = tensor(pos, i32, 1, ps), th = tensor(v, f32, 3, hs), tk2 = tensor(k, f32, 3, hs);
+  CHECK(xhal_rope(&th, &tk2, &tp, &tc, 1, NULL) == XHAL_OK);
+  CHECK(v[0] == 5 && v[1] == 6);
+  pos[0] = 8;
+  CHECK(xhal_rope(&th, &tk2, &tp, &tc, 1, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
+  /* linear with bias */
+  float a[2] = {1, 2}, wt[2][2] = {{1, 1}, {0, 3}}, bias[2] = {10, 20}, y[2];
+  int64_t as[2] = {1, 2}, wts[2] = {2, 2}, bs[1] = {2};
+  DLTensor ta = tensor(a, f32, 2, as), twt = tensor(wt, f32, 2, wts), tb = tensor(bias, f32, 1, bs),
+           ty = tensor(y, f32, 2, as);
+  CHECK(xhal_linear(&ta, &twt, &tb, &ty, NULL) == XHAL_OK);
+  CHECK(y[0] == 13 && y[1] == 26);
+
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}

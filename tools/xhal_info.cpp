@@ -1,0 +1,148 @@
+// xhal-info: what this process sees — plugins (loaded or why not), devices with properties and
+// memory, the default device BACKEND_TYPE selects, and every registered kernel. `--json` prints the
+// same as one JSON object. Exits 2 when BACKEND_TYPE names no usable backend (after printing the
+// rest), so scripts fail fast.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "xhal/xhal.hpp"
+
+namespace {
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", int(c));
+        else out += c;
+    }
+  }
+  return out + "\"";
+}
+
+struct Report {
+  std::vector<xhal::BackendInfo> backends;
+  struct DeviceRow {
+    xhal::Device device;
+    xhal::DeviceProperties props;
+    xhal::MemoryStatus memory;
+  };
+  std::vector<DeviceRow> devices;
+  std::vector<xhal::registry::KernelInfo> kernels;
+  std::string default_device, default_reason, default_error;
+};
+
+Report gather() {
+  auto& manager = xhal::DeviceManager::instance();
+  Report r;
+  r.backends = manager.backends();
+  for (const auto& d : manager.devices()) {
+    r.devices.push_back({d, manager.properties(d), manager.memory_status(d)});
+  }
+  r.kernels = xhal::registry::list_kernels();
+  try {
+    r.default_device = manager.default_device().str();
+    r.default_reason = manager.default_device_reason();
+  } catch (const xhal::Error& e) {
+    r.default_error = e.what();
+  }
+  return r;
+}
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes) / (1ull << 30)); }
+
+void print_text(const Report& r) {
+  fmt::print("Backends:\n");
+  for (const auto& b : r.backends) {
+    fmt::print("  {:<6} {:<10} {} device(s)  {}\n", b.name, b.loaded ? "loaded" : "not loaded",
+               b.device_count, b.path);
+    if (!b.version.empty()) fmt::print("         version: {}\n", b.version);
+    if (!b.reason.empty()) fmt::print("         reason: {}\n", b.reason);
+  }
+  fmt::print("Devices:\n");
+  for (const auto& d : r.devices) {
+    fmt::print("  {:<7} {} | arch {} | {} compute units | warp {} | memory {} total, {} free | "
+               "xhal allocated {} B, reserved {} B\n",
+               d.device.str(), d.props.name, d.props.arch, d.props.compute_units, d.props.warp_size,
+               gib(d.props.total_memory), gib(d.memory.free), d.memory.allocated, d.memory.reserved);
+  }
+  if (r.default_error.empty()) {
+    fmt::print("Default device: {} ({})\n", r.default_device, r.default_reason);
+  } else {
+    fmt::print("Default device: none: {}\n", r.default_error);
+  }
+  fmt::print("Kernels ({}):\n", r.kernels.size());
+  for (const auto& k : r.kernels) {
+    fmt::print("  {:<19} {:<5} {:<5} {:<26} priority {:>3}{}  rtol {:g} atol {:g}\n",
+               xhal::op_name(k.op), xhal::device_type_name(k.backend), xhal::dtype_name(k.dtype),
+               k.name, k.priority, k.is_reference ? " reference" : "", k.rtol, k.atol);
+  }
+}
+
+void print_json(const Report& r) {
+  std::vector<std::string> backends, devices, kernels;
+  for (const auto& b : r.backends) {
+    backends.push_back(fmt::format(
+        "{{\"name\":{},\"loaded\":{},\"reason\":{},\"path\":{},\"version\":{},\"device_count\":{}}}",
+        json_string(b.name), b.loaded, json_string(b.reason), json_string(b.path),
+        json_string(b.version), b.device_count));
+  }
+  for (const auto& d : r.devices) {
+    devices.push_back(fmt::format(
+        "{{\"device\":{},\"name\":{},\"arch\":{},\"total_memory\":{},\"compute_units\":{},"
+        "\"warp_size\":{},\"memory\":{{\"free\":{},\"total\":{},\"allocated\":{},\"reserved\":{},"
+        "\"peak_allocated\":{},\"num_allocs\":{},\"num_ooms\":{}}}}}",
+        json_string(d.device.str()), json_string(d.props.name), json_string(d.props.arch),
+        d.props.total_memory, d.props.compute_units, d.props.warp_size, d.memory.free,
+        d.memory.total, d.memory.allocated, d.memory.reserved, d.memory.peak_allocated,
+        d.memory.num_allocs, d.memory.num_ooms));
+  }
+  for (const auto& k : r.kernels) {
+    kernels.push_back(fmt::format(
+        "{{\"op\":{},\"backend\":{},\"dtype\":{},\"name\":{},\"priority\":{},\"reference\":{},"
+        "\"rtol\":{},\"atol\":{}}}",
+        json_string(xhal::op_name(k.op)), json_string(xhal::device_type_name(k.backend)),
+        json_string(xhal::dtype_name(k.dtype)), json_string(k.name), k.priority, k.is_reference,
+        k.rtol, k.atol));
+  }
+  fmt::print("{{\"backends\":[{}],\"devices\":[{}],\"default_device\":{},\"default_reason\":{},"
+             "\"default_error\":{},\"kernels\":[{}]}}\n",
+             fmt::join(backends, ","), fmt::join(devices, ","),
+             r.default_error.empty() ? json_string(r.default_device) : "null",
+             json_string(r.default_reason), json_string(r.default_error), fmt::join(kernels, ","));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else {
+      std::fprintf(stderr, "usage: xhal-info [--json]\n");
+      return std::strcmp(argv[i], "--help") == 0 ? 0 : 1;
+    }
+  }
+  try {
+    const Report report = gather();
+    json ? print_json(report) : print_text(report);
+    if (!report.default_error.empty()) {
+      std::fprintf(stderr, "xhal-info: %s\n", report.default_error.c_str());
+      return 2;
+    }
+  } catch (const xhal::Error& e) {
+    std::fprintf(stderr, "xhal-info: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
