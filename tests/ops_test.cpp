@@ -83,8 +83,9 @@ const std::vector<BadCall>& bad_calls() {
        }},
       {"size overflow", Errc::invalid_argument, "attention", "q",
        [](Buffers& b) {
-         const int64_t huge = int64_t(1) << 40;
-         ops::attention(b.f32({huge, huge, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+         const int64_t huge = int64_t(1) << 40;  // 2^80 elements; the strides alone fit
+         TensorView q(b.f.data(), DType::f32, V{huge, huge, 2, 8}, V{16, 16, 8, 1});
+         ops::attention(q, b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
        }},
       {"device absent", Errc::backend_unavailable, "attention", "out",
        [](Buffers& b) {

@@ -28,6 +28,7 @@ TEST(TensorView, RejectsBadShapes) {
   EXPECT_THROW(TensorView(nullptr, DType::f32, {1, 2, 3, 4, 5, 6, 7, 8, 9}), Error);
   EXPECT_THROW(TensorView(nullptr, DType::f32, {2, -1}), Error);
   EXPECT_THROW(TensorView(nullptr, DType::f32, {2, 3}, {1}), Error);
+  EXPECT_THROW(TensorView(nullptr, DType::f32, {int64_t(1) << 40, int64_t(1) << 40}), Error);
 }
 
 TEST(TensorView, DlpackRoundTrip) {

@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "xhal/error.hpp"
@@ -52,7 +54,11 @@ TensorView::TensorView(void* data, DType dtype, const std::vector<int64_t>& shap
   int64_t stride = 1;
   for (int i = ndim_ - 1; i >= 0; --i) {
     strides_[i] = stride;
-    stride *= shape_[i];
+    if (__builtin_mul_overflow(stride, std::max<int64_t>(shape_[i], 1), &stride)) {
+      throw Error(Errc::invalid_argument,
+                  fmt::format("TensorView: contiguous strides of shape [{}] overflow 64 bits",
+                              fmt::join(shape, ", ")));
+    }
   }
 }
 

@@ -1,0 +1,392 @@
+// xhal-bench: every op at realistic LLM shapes on one device, with the machine's ceilings measured
+// in the same run (a large copy for bandwidth, a large GEMM for FLOP/s), so each figure is also a
+// fraction of what the machine can do here and now.
+//
+//   xhal-bench [--device cpu|cuda:0|...] [--dtype f32|f16|bf16] [--quick] [benchmark flags]
+//
+// Counters: GB/s from the bytes an op must move (each input read once, each output written once),
+// TFLOP/s for attention (4*B*H*Sq*Sk*D, halved for causal) and linear (2*M*N*K), and frac_copy or
+// frac_gemm against the ceilings. Time is host wall time; on accelerators every iteration ends with
+// DeviceManager::synchronize, so it includes the launch and the wait.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include "xhal/xhal.hpp"
+
+namespace {
+
+using xhal::Device;
+using xhal::DType;
+using xhal::Tensor;
+
+struct Options {
+  Device device;
+  DType dtype = DType::bf16;
+  bool quick = false;
+};
+
+// Problem sizes per device type. The CPU row keeps each benchmark under a few seconds on two
+// cores; the accelerator row is what serving a 8B-70B model looks like. --quick divides the
+// token/sequence/row dimension by 8 for CI smoke runs; the copy keeps its size, since a copy that
+// fits in the last-level cache (300 MiB on the CPU seen here) would measure the cache instead.
+struct Shapes {
+  int64_t rows, hidden;                      // rms_norm, fused_add_rms_norm, swiglu: [rows, hidden]
+  int64_t rope_tokens;                       // rope: q [T, 32, 128], k [T, 8, 128]
+  int64_t attn_batch, attn_heads, attn_seq;  // attention (MHA), head dim kHeadDim
+  std::vector<int64_t> varlen_seqs;          // attention_varlen: packed sequence lengths, causal
+  int64_t paged_batch, paged_ctx;            // paged_attention: Hq 32, Hkv 8, block 16
+  int64_t linear_m, linear_n, linear_k;
+  int64_t copy_mib;   // ceiling/copy: bytes of the source
+  int64_t gemm_size;  // ceiling/gemm: f32 linear gemm_size^3
+};
+
+constexpr int64_t kHeadDim = 128;
+
+Shapes shapes_for(xhal::DeviceType type, bool quick) {
+  // clang-format off
+  static const Shapes kCpu{.rows = 4096, .hidden = 4096, .rope_tokens = 4096,
+                           .attn_batch = 1, .attn_heads = 16, .attn_seq = 1024,
+                           .varlen_seqs = {512, 256, 192, 64},
+                           .paged_batch = 16, .paged_ctx = 1024,
+                           .linear_m = 256, .linear_n = 4096, .linear_k = 4096,
+                           .copy_mib = 256, .gemm_size = 1024};
+  static const Shapes kAccelerator{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
+                                   .attn_batch = 4, .attn_heads = 32, .attn_seq = 4096,
+                                   .varlen_seqs = {4096, 2048, 1024, 512, 512},
+                                   .paged_batch = 64, .paged_ctx = 4096,
+                                   .linear_m = 8192, .linear_n = 8192, .linear_k = 8192,
+                                   .copy_mib = 1024, .gemm_size = 8192};
+  // clang-format on
+  Shapes s = type == xhal::DeviceType::cpu ? kCpu : kAccelerator;
+  if (quick) {
+    for (int64_t* n : {&s.rows, &s.rope_tokens, &s.attn_seq, &s.paged_ctx, &s.linear_m}) {
+      *n /= 8;
+    }
+    for (int64_t& n : s.varlen_seqs) n /= 8;
+    s.gemm_size /= 2;
+  }
+  return s;
+}
+
+// Fresh random values in [-1, 1) (never zeros: some kernels have fast paths for them).
+Tensor random_tensor(const std::vector<int64_t>& shape, DType dtype, Device device) {
+  static std::mt19937 rng(1234);
+  const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  if (dtype == DType::f32) {
+    std::vector<float> host(static_cast<size_t>(n));
+    for (float& x : host) x = dist(rng);
+    return Tensor::from_host(host.data(), shape, dtype, device);
+  }
+  std::vector<uint16_t> host(static_cast<size_t>(n));
+  for (uint16_t& x : host)
+    x = dtype == DType::bf16 ? xhal::float_to_bf16(dist(rng)) : xhal::float_to_f16(dist(rng));
+  return Tensor::from_host(host.data(), shape, dtype, device);
+}
+
+Tensor i32_tensor(const std::vector<int32_t>& values, const std::vector<int64_t>& shape,
+                  Device device) {
+  return Tensor::from_host(values.data(), shape, DType::i32, device);
+}
+
+// One benchmark: build() allocates and fills the inputs and returns the call to time (it owns the
+// tensors); bytes/flops are per call. Bound says which ceiling the figure is a fraction of.
+enum class Bound { memory, compute };
+struct Case {
+  std::string name;
+  double bytes = 0, flops = 0;
+  Bound bound = Bound::memory;
+  std::function<std::function<void()>()> build;
+};
+
+struct Ceilings {
+  double copy_gbps = 0, gemm_tflops = 0;
+};
+Ceilings g_ceilings;
+
+// The inputs of the case being run, built and warmed up once: Google Benchmark calls a benchmark
+// function several times while it picks the iteration count, inputs of hundreds of MiB take
+// longer to fill than to process, and the previous case's inputs are freed first.
+struct Prepared {
+  std::string name;
+  std::function<void()> call;  // owns the case's tensors
+};
+// Function-local, so it is created after (and destroyed before) xhal's own singletons.
+Prepared& prepared_state() {
+  static Prepared p;
+  return p;
+}
+
+const std::function<void()>& prepared(const Case& c, Device device) {
+  Prepared& p = prepared_state();
+  if (p.name != c.name) {
+    p = {};
+    p.call = c.build();
+    p.name = c.name;
+    p.call();  // warm-up: first touch of the outputs, lazy kernel loading
+    xhal::DeviceManager::instance().synchronize(device);
+  }
+  return p.call;
+}
+
+void run_case(benchmark::State& state, const Case& c, Device device) {
+  const std::function<void()>& call = prepared(c, device);
+  auto& dm = xhal::DeviceManager::instance();
+  const bool sync = device.type != xhal::DeviceType::cpu;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    call();
+    if (sync) dm.synchronize(device);
+  }
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - t0;
+  // Rates are computed here rather than with kIsRate counters so the fractions can use them.
+  const double per_call = elapsed.count() / double(state.iterations());
+  const double gbps = c.bytes / per_call * 1e-9;
+  state.counters["GB/s"] = gbps;
+  if (c.flops > 0) state.counters["TFLOP/s"] = c.flops / per_call * 1e-12;
+  if (c.bound == Bound::memory) {
+    state.counters["frac_copy"] = gbps / g_ceilings.copy_gbps;
+  } else {
+    state.counters["frac_gemm"] = c.flops / per_call * 1e-12 / g_ceilings.gemm_tflops;
+  }
+}
+
+// Median wall time of one call, outside Google Benchmark: the ceilings must be known before the
+// op benchmarks report their fractions.
+double median_seconds(const Case& c, Device device, int reps) {
+  const std::function<void()>& call = prepared(c, device);
+  auto& dm = xhal::DeviceManager::instance();
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    dm.synchronize(device);
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
+  return times[size_t(reps / 2)];
+}
+
+std::vector<Case> ceiling_cases(const Shapes& s, Device dev) {
+  const int64_t copy_bytes = s.copy_mib << 20;
+  const int64_t g = s.gemm_size;
+  return {
+      // Read + write of a large buffer: the bandwidth every memory-bound op is measured against.
+      {fmt::format("ceiling/copy/{}MiB", s.copy_mib), 2.0 * double(copy_bytes), 0, Bound::memory,
+       [=] {
+         Tensor src = random_tensor({copy_bytes / 4}, DType::f32, dev);
+         Tensor dst = Tensor::empty({copy_bytes / 4}, DType::f32, dev);
+         return std::function<void()>([=] { xhal::copy(dst, src); });
+       }},
+      // There is no BLAS in xhal yet: the FLOP ceiling is xhal's own f32 linear, i.e. the rate the
+      // backend reaches on its best-understood path, not the hardware peak.
+      {fmt::format("ceiling/gemm_xhal_linear_f32/{}x{}x{}", g, g, g), 3.0 * double(g * g) * 4,
+       2.0 * double(g) * double(g) * double(g), Bound::compute,
+       [=] {
+         Tensor x = random_tensor({g, g}, DType::f32, dev),
+                w = random_tensor({g, g}, DType::f32, dev);
+         Tensor out = Tensor::empty({g, g}, DType::f32, dev);
+         return std::function<void()>([=] { xhal::ops::linear(x, w, nullptr, out); });
+       }},
+  };
+}
+
+std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
+  const double e = double(xhal::dtype_size(dt));
+  const std::string tn(xhal::dtype_name(dt));
+  const int64_t M = s.rows, N = s.hidden, D = kHeadDim;
+  std::vector<Case> cases;
+  auto add = [&](std::string name, double bytes, double flops, Bound bound, auto build) {
+    cases.push_back({std::move(name), bytes, flops, bound, build});
+  };
+  const std::string mn = fmt::format("{}x{}", M, N);
+
+  add("rms_norm/" + mn + "/" + tn, (2.0 * M * N + N) * e, 0, Bound::memory, [=] {
+    Tensor x = random_tensor({M, N}, dt, dev), w = random_tensor({N}, dt, dev);
+    Tensor out = Tensor::empty({M, N}, dt, dev);
+    return std::function<void()>([=] { xhal::ops::rms_norm(x, w, 1e-5f, out); });
+  });
+  // x read, residual read and written, out written.
+  add("fused_add_rms_norm/" + mn + "/" + tn, (4.0 * M * N + N) * e, 0, Bound::memory, [=] {
+    Tensor x = random_tensor({M, N}, dt, dev), r = random_tensor({M, N}, dt, dev);
+    Tensor w = random_tensor({N}, dt, dev), out = Tensor::empty({M, N}, dt, dev);
+    return std::function<void()>([=] { xhal::ops::fused_add_rms_norm(x, r, w, 1e-5f, out); });
+  });
+  add("swiglu/" + mn + "/" + tn, 3.0 * M * N * e, 0, Bound::memory, [=] {
+    Tensor g = random_tensor({M, N}, dt, dev), u = random_tensor({M, N}, dt, dev);
+    Tensor out = Tensor::empty({M, N}, dt, dev);
+    return std::function<void()>([=] { xhal::ops::swiglu(g, u, out); });
+  });
+  add("swiglu_packed/" + mn + "/" + tn, 3.0 * M * N * e, 0, Bound::memory, [=] {
+    Tensor x = random_tensor({M, 2 * N}, dt, dev), out = Tensor::empty({M, N}, dt, dev);
+    return std::function<void()>([=] { xhal::ops::swiglu_packed(x, out); });
+  });
+
+  // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.
+  const int64_t T = s.rope_tokens, Hq = 32, Hkv = 8;
+  add(fmt::format("rope/T{}_Hq{}_Hkv{}_D{}/{}", T, Hq, Hkv, D, tn),
+      2.0 * T * (Hq + Hkv) * D * e + T * 4.0 + T * D * 4.0, 0, Bound::memory, [=] {
+        Tensor q = random_tensor({T, Hq, D}, dt, dev), k = random_tensor({T, Hkv, D}, dt, dev);
+        std::vector<int32_t> pos(static_cast<size_t>(T));
+        std::iota(pos.begin(), pos.end(), 0);
+        Tensor positions = i32_tensor(pos, {T}, dev);
+        Tensor cache = xhal::ops::rope_cache(T, D, 500000.0, dev);
+        return std::function<void()>(
+            [=] { xhal::ops::rope(q, k, positions, cache, xhal::RopeStyle::neox); });
+      });
+
+  const int64_t B = s.attn_batch, H = s.attn_heads, S = s.attn_seq;
+  for (bool causal : {true, false}) {
+    const double flops = 4.0 * B * H * S * S * D / (causal ? 2.0 : 1.0);
+    add(fmt::format("attention/{}/B{}_H{}_S{}_D{}/{}", causal ? "causal" : "full", B, H, S, D, tn),
+        4.0 * B * S * H * D * e, flops, Bound::compute, [=] {
+          Tensor q = random_tensor({B, S, H, D}, dt, dev), k = random_tensor({B, S, H, D}, dt, dev);
+          Tensor v = random_tensor({B, S, H, D}, dt, dev),
+                 out = Tensor::empty({B, S, H, D}, dt, dev);
+          return std::function<void()>(
+              [=] { xhal::ops::attention(q, k, v, out, {.causal = causal}); });
+        });
+  }
+
+  // attention_varlen: a packed prefill batch of unequal prompts, causal within each.
+  std::vector<int32_t> cu{0};
+  double varlen_flops = 0;
+  for (int64_t len : s.varlen_seqs) {
+    cu.push_back(cu.back() + int32_t(len));
+    varlen_flops += 4.0 * H * len * len * D / 2.0;
+  }
+  const int64_t total = cu.back(),
+                max_len = *std::max_element(s.varlen_seqs.begin(), s.varlen_seqs.end());
+  add(fmt::format("attention_varlen/causal/{}seqs_T{}_H{}_D{}/{}", s.varlen_seqs.size(), total, H,
+                  D, tn),
+      4.0 * total * H * D * e, varlen_flops, Bound::compute, [=] {
+        Tensor q = random_tensor({total, H, D}, dt, dev), k = random_tensor({total, H, D}, dt, dev);
+        Tensor v = random_tensor({total, H, D}, dt, dev),
+               out = Tensor::empty({total, H, D}, dt, dev);
+        Tensor cu_t = i32_tensor(cu, {int64_t(cu.size())}, dev);
+        return std::function<void()>([=] {
+          xhal::ops::attention_varlen(q, k, v, cu_t, cu_t, max_len, max_len, out, {.causal = true});
+        });
+      });
+
+  // paged_attention: decode, every sequence at the full context, pages shuffled across the pool.
+  const int64_t PB = s.paged_batch, ctx = s.paged_ctx, block = 16, blocks_per_seq = ctx / block;
+  add(fmt::format("paged_attention/B{}_Hq{}_Hkv{}_ctx{}_D{}/{}", PB, Hq, Hkv, ctx, D, tn),
+      (2.0 * PB * ctx * Hkv * D + 2.0 * PB * Hq * D) * e, 0, Bound::memory, [=] {
+        const int64_t num_blocks = PB * blocks_per_seq;
+        std::vector<int32_t> table(static_cast<size_t>(num_blocks));
+        std::iota(table.begin(), table.end(), 0);
+        std::shuffle(table.begin(), table.end(), std::mt19937(7));
+        Tensor q = random_tensor({PB, Hq, D}, dt, dev), out = Tensor::empty({PB, Hq, D}, dt, dev);
+        Tensor kc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
+        Tensor vc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
+        Tensor bt = i32_tensor(table, {PB, blocks_per_seq}, dev);
+        Tensor lens = i32_tensor(std::vector<int32_t>(size_t(PB), int32_t(ctx)), {PB}, dev);
+        return std::function<void()>([=] { xhal::ops::paged_attention(q, kc, vc, bt, lens, out); });
+      });
+
+  const int64_t LM = s.linear_m, LN = s.linear_n, LK = s.linear_k;
+  add(fmt::format("linear/{}x{}x{}/{}", LM, LN, LK, tn), double(LM * LK + LN * LK + LM * LN) * e,
+      2.0 * LM * LN * LK, Bound::compute, [=] {
+        Tensor x = random_tensor({LM, LK}, dt, dev), w = random_tensor({LN, LK}, dt, dev);
+        Tensor out = Tensor::empty({LM, LN}, dt, dev);
+        return std::function<void()>([=] { xhal::ops::linear(x, w, nullptr, out); });
+      });
+  return cases;
+}
+
+// Takes xhal's own flags out of argv so Google Benchmark sees only its own.
+Options parse_and_strip(int* argc, char** argv) {
+  Options o;
+  bool device_given = false;
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= *argc) throw xhal::Error(xhal::Errc::invalid_argument, arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--device") {
+      o.device = Device::parse(value());
+      device_given = true;
+    } else if (arg == "--dtype") {
+      const std::string v = value();
+      if (v == "f32")
+        o.dtype = DType::f32;
+      else if (v == "f16")
+        o.dtype = DType::f16;
+      else if (v == "bf16")
+        o.dtype = DType::bf16;
+      else
+        throw xhal::Error(xhal::Errc::invalid_argument,
+                          "--dtype must be f32, f16 or bf16, got " + v);
+    } else if (arg == "--quick") {
+      o.quick = true;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  *argc = kept;
+  if (!device_given) o.device = xhal::DeviceManager::instance().default_device();
+  if (!xhal::DeviceManager::instance().has_device(o.device)) {
+    throw xhal::Error(xhal::Errc::backend_unavailable,
+                      "no device " + o.device.str() + " in this process");
+  }
+  return o;
+}
+
+int run(int argc, char** argv) {
+  const Options opt = parse_and_strip(&argc, argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const Shapes shapes = shapes_for(opt.device.type, opt.quick);
+  auto& dm = xhal::DeviceManager::instance();
+
+  // The ceilings first, once, so every op benchmark can report its fraction of them.
+  const std::vector<Case> ceilings = ceiling_cases(shapes, opt.device);
+  g_ceilings.copy_gbps = ceilings[0].bytes / median_seconds(ceilings[0], opt.device, 5) * 1e-9;
+  g_ceilings.gemm_tflops = ceilings[1].flops / median_seconds(ceilings[1], opt.device, 3) * 1e-12;
+  benchmark::AddCustomContext("xhal_device",
+                              opt.device.str() + " (" + dm.properties(opt.device).name + ")");
+  benchmark::AddCustomContext("xhal_dtype", std::string(xhal::dtype_name(opt.dtype)));
+  benchmark::AddCustomContext("xhal_ceiling_copy_GB/s",
+                              fmt::format("{:.2f}", g_ceilings.copy_gbps));
+  benchmark::AddCustomContext("xhal_ceiling_gemm_xhal_linear_f32_TFLOP/s",
+                              fmt::format("{:.4f}", g_ceilings.gemm_tflops));
+
+  // The ceiling benchmarks run again under Google Benchmark: their frac_* near 1 shows how steady
+  // the up-front measurement was.
+  std::vector<Case> cases = ceilings;
+  for (Case& c : op_cases(shapes, opt.dtype, opt.device)) cases.push_back(std::move(c));
+  for (const Case& c : cases) {
+    benchmark::RegisterBenchmark(
+        c.name.c_str(), [c, dev = opt.device](benchmark::State& st) { run_case(st, c, dev); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  prepared_state() = {};  // the last case's tensors go back to the allocator while it exists
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const xhal::Error& e) {
+    std::fprintf(stderr, "xhal-bench: %s\n", e.what());
+    return 2;
+  }
+}

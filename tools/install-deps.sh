@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages xhal needs to build and test, when any is missing.
+set -euo pipefail
+packages=(build-essential cmake ninja-build libfmt-dev libspdlog-dev libdlpack-dev libgtest-dev
+          libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
+fi
