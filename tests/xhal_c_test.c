@@ -96,6 +96,45 @@ int main(void) {
   CHECK(xhal_linear(&ta, &twt, &tb, &ty, NULL) == XHAL_OK);
   CHECK(y[0] == 13 && y[1] == 26);
 
+  /* fused_add_rms_norm: residual becomes x + residual. */
+  float xr[4] = {1, 1, 1, 1}, res[4] = {2, 2, 2, 2}, n[4];
+  int64_t rs[2] = {1, 4};
+  DLTensor txr = tensor(xr, f32, 2, rs), tres = tensor(res, f32, 2, rs), tn = tensor(n, f32, 2, rs);
+  CHECK(xhal_fused_add_rms_norm(&txr, &tres, &tw, 0.0f, &tn, NULL) == XHAL_OK);
+  CHECK(res[0] == 3.0f && fabsf(n[1] - 2.0f) < 1e-6f);
+
+  /* swiglu and swiglu_packed agree: silu(0) * u = 0, silu(g) * 1 = g / (1 + e^-g). */
+  float g[2] = {0, 2}, u[2] = {5, 1}, packed[4] = {0, 2, 5, 1}, s1[2], s2[2];
+  int64_t gs[2] = {1, 2}, pks[2] = {1, 4};
+  DLTensor tg = tensor(g, f32, 2, gs), tu = tensor(u, f32, 2, gs), ts1 = tensor(s1, f32, 2, gs),
+           tpk = tensor(packed, f32, 2, pks), ts2 = tensor(s2, f32, 2, gs);
+  CHECK(xhal_swiglu(&tg, &tu, &ts1, NULL) == XHAL_OK);
+  CHECK(xhal_swiglu_packed(&tpk, &ts2, NULL) == XHAL_OK);
+  CHECK(s1[0] == 0.0f && fabsf(s1[1] - 2.0f / (1.0f + expf(-2.0f))) < 1e-6f);
+  CHECK(s1[0] == s2[0] && s1[1] == s2[1]);
+  CHECK(xhal_swiglu_packed(&tg, &ts1, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
+  /* attention_varlen with one sequence of one token returns v. */
+  float vq[4] = {1, 0, 0, 0}, vk[4] = {1, 0, 0, 0}, vv[4] = {9, 8, 7, 6}, vo[4];
+  int32_t cu[2] = {0, 1};
+  int64_t ts3[3] = {1, 1, 4}, cus[1] = {2};
+  DLTensor tvq = tensor(vq, f32, 3, ts3), tvk = tensor(vk, f32, 3, ts3), tvv = tensor(vv, f32, 3, ts3),
+           tvo = tensor(vo, f32, 3, ts3), tcu = tensor(cu, i32, 1, cus);
+  CHECK(xhal_attention_varlen(&tvq, &tvk, &tvv, &tcu, &tcu, 1, 1, &tvo, NULL, NULL, NULL) == XHAL_OK);
+  CHECK(vo[0] == 9 && vo[3] == 6);
+
+  /* paged_attention over one block holding one key returns its value. */
+  int32_t table[1] = {0}, lens[1] = {1};
+  int64_t cache_shape[4] = {1, 1, 1, 4}, one[1] = {1}, table_shape[2] = {1, 1};
+  DLTensor tkc = tensor(vk, f32, 4, cache_shape), tvc = tensor(vv, f32, 4, cache_shape),
+           ttab = tensor(table, i32, 2, table_shape), tlen = tensor(lens, i32, 1, one);
+  vo[0] = 0;
+  CHECK(xhal_paged_attention(&tvq, &tkc, &tvc, &ttab, &tlen, &tvo, NULL, NULL) == XHAL_OK);
+  CHECK(vo[0] == 9 && vo[3] == 6);
+  table[0] = 5;
+  CHECK(xhal_paged_attention(&tvq, &tkc, &tvc, &ttab, &tlen, &tvo, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "block_table") != NULL);
+
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
