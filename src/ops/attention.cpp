@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "ops/arg_checks.hpp"
-#include "ops/attention_params.hpp"
+#include "ops/attention_checks.hpp"
 #include "ops/op_call.hpp"
 #include "xhal/ops.hpp"
 
@@ -16,23 +16,10 @@ void attention(const TensorView& q, const TensorView& k, const TensorView& v, co
   check.tensor("q", q, 4);
   check.float_dtype("q", q);
   const int64_t B = q.size(0), Sq = q.size(1), Hq = q.size(2), D = q.size(3);
-  check.tensor("k", k, 4);
-  check.dtype("k", k, q.dtype(), " (same as q)");
+  check_key_value(check, "k", k, "v", v, 4, q);
   check.dim("k", k, 0, B, "batch of q");
-  check.dim("k", k, 3, D, "head dim of q");
-  const int64_t Sk = k.size(1), Hkv = k.size(2);
-  check.tensor("v", v, 4);
-  check.dtype("v", v, q.dtype(), " (same as q)");
-  check.dim("v", v, 0, B, "batch of q");
-  check.dim("v", v, 1, Sk, "key length of k");
-  check.dim("v", v, 2, Hkv, "kv heads of k");
-  const int64_t Dv = v.size(3);
-  check.tensor("out", out, 4);
-  check.dtype("out", out, q.dtype(), " (same as q)");
-  check.dim("out", out, 0, B, "batch of q");
-  check.dim("out", out, 1, Sq, "query length of q");
-  check.dim("out", out, 2, Hq, "query heads of q");
-  check.dim("out", out, 3, Dv, "head dim of v");
+  const int64_t Hkv = k.size(2);
+  check_attention_out(check, out, q, v.size(3));
   check_head_ratio(check, Hq, Hkv);
   const Device device = out.device();
   for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}}) {
@@ -64,20 +51,9 @@ void attention_varlen(const TensorView& q, const TensorView& k, const TensorView
   check.tensor("q", q, 3);
   check.float_dtype("q", q);
   const int64_t Tq = q.size(0), Hq = q.size(1), D = q.size(2);
-  check.tensor("k", k, 3);
-  check.dtype("k", k, q.dtype(), " (same as q)");
-  check.dim("k", k, 2, D, "head dim of q");
-  const int64_t Tk = k.size(0), Hkv = k.size(1);
-  check.tensor("v", v, 3);
-  check.dtype("v", v, q.dtype(), " (same as q)");
-  check.dim("v", v, 0, Tk, "tokens of k");
-  check.dim("v", v, 1, Hkv, "kv heads of k");
-  const int64_t Dv = v.size(2);
-  check.tensor("out", out, 3);
-  check.dtype("out", out, q.dtype(), " (same as q)");
-  check.dim("out", out, 0, Tq, "tokens of q");
-  check.dim("out", out, 1, Hq, "query heads of q");
-  check.dim("out", out, 2, Dv, "head dim of v");
+  check_key_value(check, "k", k, "v", v, 3, q);
+  const int64_t Hkv = k.size(1);
+  check_attention_out(check, out, q, v.size(2));
   check_head_ratio(check, Hq, Hkv);
   check.tensor("cu_seqlens_q", cu_seqlens_q, 1);
   check.dtype("cu_seqlens_q", cu_seqlens_q, DType::i32, "");

@@ -1,7 +1,7 @@
 // Front end of paged_attention. Block indices and sequence lengths live in device memory; they are
 // checked by kernels where that is cheap (the CPU backend checks every one), see docs/ops.md.
 #include "ops/arg_checks.hpp"
-#include "ops/attention_params.hpp"
+#include "ops/attention_checks.hpp"
 #include "ops/op_call.hpp"
 #include "xhal/ops.hpp"
 
@@ -14,21 +14,9 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
   check.tensor("q", q, 3);
   check.float_dtype("q", q);
   const int64_t B = q.size(0), Hq = q.size(1), D = q.size(2);
-  check.tensor("k_cache", k_cache, 4);
-  check.dtype("k_cache", k_cache, q.dtype(), " (same as q)");
-  check.dim("k_cache", k_cache, 3, D, "head dim of q");
-  const int64_t num_blocks = k_cache.size(0), block_size = k_cache.size(1), Hkv = k_cache.size(2);
-  check.tensor("v_cache", v_cache, 4);
-  check.dtype("v_cache", v_cache, q.dtype(), " (same as q)");
-  check.dim("v_cache", v_cache, 0, num_blocks, "blocks of k_cache");
-  check.dim("v_cache", v_cache, 1, block_size, "block size of k_cache");
-  check.dim("v_cache", v_cache, 2, Hkv, "kv heads of k_cache");
-  const int64_t Dv = v_cache.size(3);
-  check.tensor("out", out, 3);
-  check.dtype("out", out, q.dtype(), " (same as q)");
-  check.dim("out", out, 0, B, "batch of q");
-  check.dim("out", out, 1, Hq, "query heads of q");
-  check.dim("out", out, 2, Dv, "head dim of v_cache");
+  check_key_value(check, "k_cache", k_cache, "v_cache", v_cache, 4, q);
+  const int64_t block_size = k_cache.size(1), Hkv = k_cache.size(2);
+  check_attention_out(check, out, q, v_cache.size(3));
   check_head_ratio(check, Hq, Hkv);
   check.tensor("block_table", block_table, 2, false);
   check.dtype("block_table", block_table, DType::i32, "");
