@@ -1,0 +1,95 @@
+// The generic attention kernel: one warp per (sequence, query head, query row), any head dims up
+// to 8 * warp width, any strides, any dtype. Keys are streamed in chunks of one warp width with an
+// online softmax (no score matrix in memory). It is the fallback that is always correct; the fast
+// paths (tensor cores for prefill, split-KV decode) take the shapes they support.
+#pragma once
+
+#include <cmath>
+
+#include "launch.cuh"
+
+namespace xhal::gpu {
+
+inline constexpr int kGenericWarps = 4;  // warps per block
+inline constexpr int kMaxValuesPerLane = 8;
+inline constexpr int kGenericMaxHeadDim = 512;
+
+struct Mask {
+  float scale, softcap;
+  bool causal;
+  int64_t window_left, window_right;
+
+  static Mask from(const xhal_op_params& p) {
+    return {p.scale, p.softcap, p.causal != 0, p.window_left, p.window_right};
+  }
+  // Keys [lo, hi) query i of Sq may see among Sk keys (bottom-right aligned).
+  __device__ void visible(int64_t i, int64_t Sq, int64_t Sk, int64_t* lo, int64_t* hi) const {
+    const int64_t diag = i + Sk - Sq;
+    int64_t l = window_left >= 0 ? diag - window_left : 0, h = Sk;
+    if (causal) h = h < diag + 1 ? h : diag + 1;
+    if (window_right >= 0) h = h < diag + window_right + 1 ? h : diag + window_right + 1;
+    *lo = l > 0 ? l : 0;
+    *hi = h > *lo ? h : *lo;
+  }
+};
+
+// One query row against keys [lo, hi) of a key source. Src provides, for key j,
+//   key(j) / value(j): const T* to the row (nullptr = unreadable, the key is skipped).
+// q: the query row; out: the output row; lse: nullptr or where the log-sum-exp goes.
+template <class E, class Src>
+__device__ void attend_row(const typename E::T* q, int64_t D, int64_t Dv, int64_t lo, int64_t hi,
+                           const Mask& mask, const Src& src, typename E::T* out, float* lse,
+                           float* q_shared) {
+  const int lane = threadIdx.x % kWarpSize;
+  for (int64_t d = lane; d < D; d += kWarpSize) q_shared[d] = E::load(q[d]) * mask.scale;
+  __syncwarp();
+  float acc[kMaxValuesPerLane];
+  for (int r = 0; r < kMaxValuesPerLane; ++r) acc[r] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+  for (int64_t j0 = lo; j0 < hi; j0 += kWarpSize) {
+    const int64_t j = j0 + lane;
+    const typename E::T* kr = j < hi ? src.key(j) : nullptr;
+    float s = -INFINITY;
+    if (kr != nullptr) {
+      float dot = 0.0f;
+      for (int64_t d = 0; d < D; ++d) dot += q_shared[d] * E::load(kr[d]);
+      s = mask.softcap > 0.0f ? mask.softcap * tanhf(dot / mask.softcap) : dot;
+    }
+    const float chunk_max = warp_max(s);
+    if (chunk_max == -INFINITY) continue;  // nothing readable in this chunk
+    const float m_new = fmaxf(m, chunk_max);
+    const float correction = __expf(m - m_new);
+    const float p = s == -INFINITY ? 0.0f : __expf(s - m_new);
+    l = l * correction + warp_sum(p);
+    m = m_new;
+    for (int r = 0; r < kMaxValuesPerLane; ++r) acc[r] *= correction;
+    const int64_t chunk = hi - j0 < kWarpSize ? hi - j0 : kWarpSize;
+    for (int jj = 0; jj < chunk; ++jj) {
+      const float pj = warp_shfl(p, jj);
+      if (pj == 0.0f) continue;  // uniform across the warp
+      const typename E::T* vr = src.value(j0 + jj);
+      for (int r = 0; r < kMaxValuesPerLane; ++r) {
+        const int64_t dv = lane + int64_t(r) * kWarpSize;
+        if (dv < Dv) acc[r] += pj * E::load(vr[dv]);
+      }
+    }
+  }
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key: 0 and lse = -inf
+  for (int r = 0; r < kMaxValuesPerLane; ++r) {
+    const int64_t dv = lane + int64_t(r) * kWarpSize;
+    if (dv < Dv) out[dv] = E::store(acc[r] * inv);
+  }
+  if (lse != nullptr && lane == 0) *lse = l > 0.0f ? m + logf(l) : -INFINITY;
+  __syncwarp();
+}
+
+// supports() of the generic kernel.
+inline const char* generic_supports(const xhal_op_call* c) {
+  const int64_t D = c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 1];
+  const int64_t Dv = c->t[XHAL_SLOT_V]->shape[c->t[XHAL_SLOT_V]->ndim - 1];
+  if (D > kGenericMaxHeadDim) return "head dim above 512";
+  if (Dv > int64_t(kMaxValuesPerLane) * kWarpSize) return "value head dim above 8 x warp width";
+  return nullptr;
+}
+
+}  // namespace xhal::gpu

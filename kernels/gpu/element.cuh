@@ -1,0 +1,49 @@
+// Element types of the GPU kernels: load to f32, store from f32 (round to nearest even), and
+// 16-byte vectors of kVec elements for the memory-bound kernels.
+#pragma once
+
+#include <cstdint>
+
+#include "vendor.cuh"
+#include "xhal/plugin.h"
+
+namespace xhal::gpu {
+
+struct F32 {
+  using T = float;
+  static constexpr xhal_dtype kDType = XHAL_DTYPE_F32;
+  __device__ static float load(float v) { return v; }
+  __device__ static float store(float v) { return v; }
+};
+
+struct F16 {
+  using T = f16_t;
+  static constexpr xhal_dtype kDType = XHAL_DTYPE_F16;
+  __device__ static float load(f16_t v) { return __half2float(v); }
+  __device__ static f16_t store(float v) { return __float2half_rn(v); }
+};
+
+struct BF16 {
+  using T = bf16_t;
+  static constexpr xhal_dtype kDType = XHAL_DTYPE_BF16;
+  __device__ static float load(bf16_t v) { return __bfloat162float(v); }
+  __device__ static bf16_t store(float v) { return __float2bfloat16_rn(v); }
+};
+
+// kVec elements of E in one 16-byte access.
+template <class E>
+struct Vec {
+  static constexpr int kVec = 16 / sizeof(typename E::T);
+  union {
+    uint4 raw;
+    typename E::T v[kVec];
+  };
+  __device__ static Vec load_from(const typename E::T* p) {
+    Vec x;
+    x.raw = *reinterpret_cast<const uint4*>(p);
+    return x;
+  }
+  __device__ void store_to(typename E::T* p) const { *reinterpret_cast<uint4*>(p) = raw; }
+};
+
+}  // namespace xhal::gpu

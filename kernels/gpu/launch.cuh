@@ -1,0 +1,102 @@
+// Helpers shared by the GPU kernels' host code: row layouts passed to kernels by value, alignment
+// checks for 16-byte vector access, and turning launch errors into statuses.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+
+#include <dlpack/dlpack.h>
+
+#include "element.cuh"
+#include "kernel_registration.hpp"
+#include "vendor.cuh"
+
+namespace xhal::gpu {
+
+using kernels::kernel_error;
+
+// A tensor viewed as rows of its last dimension: row r starts at offset(r) elements.
+struct RowLayout {
+  int lead = 0;               // number of leading dims
+  int64_t size[7] = {};       // leading dims, outermost first
+  int64_t stride[7] = {};
+  int64_t rows = 0, cols = 0;
+
+  __host__ __device__ int64_t offset(int64_t r) const {
+    int64_t off = 0;
+    for (int d = lead - 1; d >= 0; --d) {
+      off += (r % size[d]) * stride[d];
+      r /= size[d];
+    }
+    return off;
+  }
+};
+
+inline RowLayout row_layout(const DLTensor* t) {
+  RowLayout l;
+  l.lead = t->ndim - 1;
+  l.cols = t->shape[t->ndim - 1];
+  l.rows = 1;
+  for (int d = 0; d < l.lead; ++d) {
+    l.size[d] = t->shape[d];
+    l.stride[d] = t->strides[d];
+    l.rows *= t->shape[d];
+  }
+  return l;
+}
+
+// True when every row of `t` (and `t`'s data) can be read with aligned 16-byte vectors.
+inline bool rows_vectorizable(const DLTensor* t, int64_t cols) {
+  const int elt = t->dtype.bits / 8;
+  if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0 || (cols * elt) % 16 != 0) return false;
+  for (int d = 0; d + 1 < t->ndim; ++d) {
+    if (t->shape[d] > 1 && (t->strides[d] * elt) % 16 != 0) return false;
+  }
+  return true;
+}
+
+// The status of the last launch, with the kernel's name in the message.
+inline xhal_status launch_status(char* msg, size_t len, const char* kernel) {
+  const gpuError_t err = gpuGetLastError();
+  if (err == gpuSuccess) return XHAL_OK;
+  return kernel_error(msg, len, XHAL_ERR_DEVICE, "%s: launch failed: %s", kernel,
+                      gpuGetErrorString(err));
+}
+
+// A grid of at most `max_blocks` blocks for `work` items of `per_block` each (kernels loop).
+inline unsigned grid_for(int64_t work, int64_t per_block, int64_t max_blocks = 65535 * 8) {
+  int64_t blocks = (work + per_block - 1) / per_block;
+  if (blocks < 1) blocks = 1;
+  return static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);
+}
+
+}  // namespace xhal::gpu
+
+namespace xhal::gpu {
+
+// Runs Run on the call's device (the calling thread's current device is switched when needed).
+template <kernels::RunFn Run>
+xhal_status on_call_device(const xhal_op_call* c, char* msg, size_t len) {
+#if defined(__HIPCC__)
+  int current = -1;
+  if (hipGetDevice(&current) != hipSuccess || current != c->device_index) hipSetDevice(c->device_index);
+#else
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != c->device_index) cudaSetDevice(c->device_index);
+#endif
+  return Run(c, msg, len);
+}
+
+// Registers Kernel<E>::run for E in F32, F16, BF16, each run on the call's device.
+template <template <class> class Kernel>
+void register_float_kernels(const xhal_host_api* host, const char* name, xhal_op op,
+                            kernels::KernelTraits traits = {}) {
+  kernels::register_kernel(host, name, op, XHAL_DTYPE_F32, &on_call_device<&Kernel<F32>::run>,
+                           accuracy_for(XHAL_DTYPE_F32), traits);
+  kernels::register_kernel(host, name, op, XHAL_DTYPE_F16, &on_call_device<&Kernel<F16>::run>,
+                           accuracy_for(XHAL_DTYPE_F16), traits);
+  kernels::register_kernel(host, name, op, XHAL_DTYPE_BF16, &on_call_device<&Kernel<BF16>::run>,
+                           accuracy_for(XHAL_DTYPE_BF16), traits);
+}
+
+}  // namespace xhal::gpu

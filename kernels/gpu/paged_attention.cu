@@ -1,0 +1,96 @@
+// paged_attention on the GPU through the generic kernel: one warp per (sequence, query head),
+// keys gathered through the block table. A block index outside the cache makes its keys unreadable
+// (skipped) rather than read out of bounds; seq_lens are clamped to the table (docs/ops.md).
+#include "attention_generic.cuh"
+
+namespace xhal::gpu {
+namespace {
+
+template <class T>
+struct PagedKeys {
+  const T* k;
+  const T* v;
+  const int32_t* table;  // this sequence's row of the block table
+  int64_t block_size, num_blocks;
+  int64_t k_block_stride, k_slot_stride, v_block_stride, v_slot_stride;
+  __device__ const T* key(int64_t j) const {
+    const int64_t block = table[j / block_size];
+    return block >= 0 && block < num_blocks ? k + block * k_block_stride + (j % block_size) * k_slot_stride
+                                            : nullptr;
+  }
+  __device__ const T* value(int64_t j) const {
+    const int64_t block = table[j / block_size];
+    return v + block * v_block_stride + (j % block_size) * v_slot_stride;
+  }
+};
+
+struct PagedLayout {
+  int64_t q_batch, q_head, o_batch, o_head, k_head, v_head, table_row, table_col, lens_stride;
+  int64_t batch, Hq, group, D, Dv, max_blocks;
+};
+
+template <class E>
+__global__ void __launch_bounds__(kGenericWarps * kWarpSize)
+    generic_paged_kernel(const typename E::T* q, const typename E::T* k, const typename E::T* v,
+                         const int32_t* table, const int32_t* lens, typename E::T* out,
+                         PagedKeys<typename E::T> keys, PagedLayout a, Mask mask) {
+  extern __shared__ float q_shared[];
+  const int warp = threadIdx.x / kWarpSize;
+  for (int64_t task = int64_t(blockIdx.x) * kGenericWarps + warp; task < a.batch * a.Hq;
+       task += int64_t(gridDim.x) * kGenericWarps) {
+    const int64_t b = task / a.Hq, h = task % a.Hq, hk = h / a.group;
+    int64_t L = lens[b * a.lens_stride];
+    L = L < 0 ? 0 : (L > a.max_blocks * keys.block_size ? a.max_blocks * keys.block_size : L);
+    int64_t lo, hi;
+    mask.visible(0, 1, L, &lo, &hi);
+    PagedKeys<typename E::T> src = keys;
+    src.k = k + hk * a.k_head;
+    src.v = v + hk * a.v_head;
+    src.table = table + b * a.table_row;
+    attend_row<E>(q + b * a.q_batch + h * a.q_head, a.D, a.Dv, lo, hi, mask, src,
+                  out + b * a.o_batch + h * a.o_head, nullptr, q_shared + warp * a.D);
+  }
+}
+
+template <class E>
+struct GenericPagedAttention {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    using T = typename E::T;
+    const DLTensor *q = c->t[XHAL_SLOT_Q], *kc = c->t[XHAL_SLOT_K], *vc = c->t[XHAL_SLOT_V];
+    const DLTensor *out = c->t[XHAL_SLOT_OUT], *table = c->t[XHAL_SLOT_BLOCK_TABLE];
+    const DLTensor* lens = c->t[XHAL_SLOT_SEQ_LENS];
+    if (table->strides[1] != 1 && table->shape[1] > 1) {
+      return kernels::kernel_error(msg, len, XHAL_ERR_UNSUPPORTED,
+                                   "block_table rows must be contiguous on the GPU");
+    }
+    const PagedLayout a{q->strides[0],    q->strides[1],  out->strides[0], out->strides[1],
+                        kc->strides[2],   vc->strides[2], table->strides[0], table->strides[1],
+                        lens->strides[0], q->shape[0],    q->shape[1],     q->shape[1] / kc->shape[2],
+                        q->shape[2],      vc->shape[3],   table->shape[1]};
+    if (a.batch * a.Hq == 0) return XHAL_OK;
+    const PagedKeys<T> keys{nullptr,        nullptr,        nullptr,        kc->shape[1],
+                            kc->shape[0],   kc->strides[0], kc->strides[1], vc->strides[0],
+                            vc->strides[1]};
+    const size_t shared = size_t(kGenericWarps) * a.D * sizeof(float);
+    if (shared > 48 * 1024) {
+      gpuFuncSetAttribute(reinterpret_cast<const void*>(generic_paged_kernel<E>),
+                          gpuFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    }
+    generic_paged_kernel<E><<<grid_for(a.batch * a.Hq, kGenericWarps, int64_t(1) << 20),
+                              kGenericWarps * kWarpSize, shared, static_cast<gpuStream_t>(c->stream)>>>(
+        static_cast<const T*>(q->data), static_cast<const T*>(kc->data),
+        static_cast<const T*>(vc->data), static_cast<const int32_t*>(table->data),
+        static_cast<const int32_t*>(lens->data), static_cast<T*>(out->data), keys, a,
+        Mask::from(c->params));
+    return launch_status(msg, len, "generic paged attention");
+  }
+};
+
+}  // namespace
+
+void register_paged_attention_kernels(const xhal_host_api* host) {
+  register_float_kernels<GenericPagedAttention>(host, XHAL_GPU_BACKEND ".paged_attention_generic",
+                                                XHAL_OP_PAGED_ATTENTION, {0, true, generic_supports});
+}
+
+}  // namespace xhal::gpu

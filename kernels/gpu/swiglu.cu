@@ -1,0 +1,79 @@
+// swiglu and swiglu_packed on the GPU: blocks loop over rows, threads over 16-byte vectors of a
+// row (scalars when rows are not aligned). One read of gate and up, one write of out.
+#include "launch.cuh"
+
+namespace xhal::gpu {
+namespace {
+
+template <class E, int VEC>
+__global__ void swiglu_kernel(const typename E::T* gate, RowLayout gl, const typename E::T* up,
+                              RowLayout ul, int64_t up_offset, typename E::T* out, RowLayout ol) {
+  using T = typename E::T;
+  const int64_t vecs = ol.cols / VEC;
+  for (int64_t row = blockIdx.x; row < ol.rows; row += gridDim.x) {
+    const T* g = gate + gl.offset(row);
+    const T* u = up + ul.offset(row) + up_offset;
+    T* o = out + ol.offset(row);
+    for (int64_t c = threadIdx.x; c < vecs; c += blockDim.x) {
+      T gv[VEC], uv[VEC], ov[VEC];
+      if constexpr (VEC > 1) {
+        auto a = Vec<E>::load_from(g + c * VEC), b = Vec<E>::load_from(u + c * VEC);
+        for (int k = 0; k < VEC; ++k) gv[k] = a.v[k], uv[k] = b.v[k];
+      } else {
+        gv[0] = g[c];
+        uv[0] = u[c];
+      }
+      for (int k = 0; k < VEC; ++k) {
+        const float x = E::load(gv[k]);
+        ov[k] = E::store(x / (1.0f + __expf(-x)) * E::load(uv[k]));
+      }
+      if constexpr (VEC > 1) {
+        Vec<E> r;
+        for (int k = 0; k < VEC; ++k) r.v[k] = ov[k];
+        r.store_to(o + c * VEC);
+      } else {
+        o[c] = ov[0];
+      }
+    }
+  }
+}
+
+// gate and up are separate tensors, or (packed) the two halves of one row.
+template <class E, bool kPacked>
+struct SwigluKernel {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    using T = typename E::T;
+    const DLTensor* gate = c->t[XHAL_SLOT_GATE];
+    const DLTensor* up = kPacked ? gate : c->t[XHAL_SLOT_UP];
+    const DLTensor* out = c->t[XHAL_SLOT_ACT_OUT];
+    const RowLayout ol = row_layout(out);
+    if (ol.rows == 0 || ol.cols == 0) return XHAL_OK;
+    const int64_t up_offset = kPacked ? ol.cols : 0;
+    const bool vectorizable = rows_vectorizable(gate, ol.cols) && rows_vectorizable(out, ol.cols) &&
+                              rows_vectorizable(up, ol.cols);
+    const int threads = int(std::min<int64_t>(256, std::max<int64_t>(32, (ol.cols / 8 + 31) / 32 * 32)));
+    const unsigned grid = grid_for(ol.rows, 1, int64_t(1) << 20);
+    auto go = [&](auto kernel) {
+      kernel<<<grid, threads, 0, static_cast<gpuStream_t>(c->stream)>>>(
+          static_cast<const T*>(gate->data), row_layout(gate), static_cast<const T*>(up->data),
+          row_layout(up), up_offset, static_cast<T*>(out->data), ol);
+    };
+    if (vectorizable) go(swiglu_kernel<E, Vec<E>::kVec>);
+    else go(swiglu_kernel<E, 1>);
+    return launch_status(msg, len, kPacked ? "swiglu_packed" : "swiglu");
+  }
+};
+
+template <class E>
+using Swiglu = SwigluKernel<E, false>;
+template <class E>
+using SwigluPacked = SwigluKernel<E, true>;
+
+}  // namespace
+
+void register_swiglu_kernels(const xhal_host_api* host) {
+  register_float_kernels<Swiglu>(host, XHAL_GPU_BACKEND ".swiglu", XHAL_OP_SWIGLU);
+  register_float_kernels<SwigluPacked>(host, XHAL_GPU_BACKEND ".swiglu_packed", XHAL_OP_SWIGLU_PACKED);
+}
+
+}  // namespace xhal::gpu

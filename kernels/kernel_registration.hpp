@@ -1,0 +1,62 @@
+// Registering kernels with the core, shared by every backend's kernels: one descriptor per
+// (op, dtype), filled the same way everywhere.
+#pragma once
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "xhal/plugin.h"
+
+namespace xhal::kernels {
+
+// Accuracy class vs float64: |out - exact| <= atol + rtol * |exact|.
+struct Accuracy {
+  double rtol, atol;
+};
+
+struct KernelTraits {
+  int priority = 0;
+  bool is_reference = false;
+  const char* (*supports)(const xhal_op_call*) = nullptr;
+};
+
+using RunFn = xhal_status (*)(const xhal_op_call*, char*, size_t);
+
+inline void register_kernel(const xhal_host_api* host, const char* name, xhal_op op,
+                            xhal_dtype dtype, RunFn run, Accuracy accuracy, KernelTraits traits) {
+  xhal_kernel_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.name = name;
+  desc.op = op;
+  desc.dtype = dtype;
+  desc.priority = traits.priority;
+  desc.is_reference = traits.is_reference ? 1 : 0;
+  desc.rtol = accuracy.rtol;
+  desc.atol = accuracy.atol;
+  desc.supports = traits.supports;
+  desc.run = run;
+  host->register_kernel(host->ctx, &desc);
+}
+
+// Registers Kernel<E>::run for each element type E (each with E::kDType and E's accuracy class
+// from `accuracy_for`) with the same traits.
+template <template <class> class Kernel, class... Elements>
+void register_for(const xhal_host_api* host, const char* name, xhal_op op,
+                  Accuracy (*accuracy_for)(xhal_dtype), KernelTraits traits) {
+  (register_kernel(host, name, op, Elements::kDType, &Kernel<Elements>::run,
+                   accuracy_for(Elements::kDType), traits),
+   ...);
+}
+
+// Writes a printf-style message for the core and returns `status`.
+inline xhal_status kernel_error(char* msg, size_t len, xhal_status status, const char* format, ...)
+    __attribute__((format(printf, 4, 5)));
+inline xhal_status kernel_error(char* msg, size_t len, xhal_status status, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(msg, len, format, args);
+  va_end(args);
+  return status;
+}
+
+}  // namespace xhal::kernels

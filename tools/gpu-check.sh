@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# One iteration on the GPU machine: configure and build with CUDA for sm_90, run the test suite
+# (the conformance suite on cuda included), compute-sanitizer memcheck on the cuda conformance
+# cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
+# print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-check-out}
+mkdir -p "$out"
+quick=""
+[ "${1:-}" = "--quick" ] && quick="--quick"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+
+# DLPack's header: Debian's package where present, else a copy shipped in a Python package.
+dlpack=""
+for dir in /usr/include /usr/local/include; do [ -f "$dir/dlpack/dlpack.h" ] && dlpack=$dir && break; done
+if [ -z "$dlpack" ]; then
+  header=$(find / -path /proc -prune -o -path '*/dlpack/dlpack.h' -print 2>/dev/null | head -n 1)
+  [ -n "$header" ] && dlpack=$(dirname "$(dirname "$header")")
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+
+build=build-gpu
+start=$(date +%s)
+if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=ON \
+     -DXHAL_CUDA_ARCHITECTURES=90 ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} >"$out/configure.log" 2>&1 &&
+   cmake --build "$build" -j16 >"$out/build.log" 2>&1; then
+  note "build: ok in $(( $(date +%s) - start )) s (dlpack from ${dlpack:-?})"
+else
+  note "build: FAILED (see build.log / configure.log)"
+  tail -n 40 "$out/configure.log" "$out/build.log"
+  printf '%s\n' "${summary[@]}"
+  exit 1
+fi
+"$build/bin/xhal-info" >"$out/xhal-info.txt" 2>&1
+grep -E "cuda|Default" "$out/xhal-info.txt" | head -n 6
+
+ctest --test-dir "$build" -LE no_gpu --output-on-failure -j8 >"$out/ctest.log" 2>&1
+note "ctest: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"
+grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$out/ctest.log" | head -n 10
+"$build/bin/xhal_conformance" --gtest_filter='*cuda_*' >"$out/conformance-cuda.log" 2>&1
+note "conformance cuda: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda.log" | tr '\n' ' ')"
+grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda.log" | head -n 20
+
+if command -v compute-sanitizer >/dev/null; then
+  XHAL_ALLOCATOR=direct timeout 400 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    "$build/bin/xhal_conformance" --gtest_filter='*cuda_bf16*:*cuda_f32*' >"$out/memcheck.log" 2>&1
+  note "memcheck: exit $? $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -n 1)"
+fi
+
+"$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
+  --benchmark_out="$out/bench.json" --benchmark_out_format=json >"$out/bench.txt" 2>&1
+note "xhal-bench: exit $?"
+grep -E "^(ceiling|rms|fused|swiglu|rope|attention|paged|linear)" "$out/bench.txt" |
+  awk '{printf "  %-58s %9s %s %s %s\n", $1, $2, $3, $6, $7}' | head -n 20
+
+if [ -f bench/peers/torch_compare.py ]; then
+  PYTHONUNBUFFERED=1 timeout 500 python3 bench/peers/torch_compare.py --lib "$build/lib/libxhal.so" \
+    $quick --json "$out/peers.json" >"$out/peers.txt" 2>&1
+  note "torch_compare: exit $?"
+  tail -n 40 "$out/peers.txt"
+fi
+echo
+echo "===== summary ====="
+printf '%s\n' "${summary[@]}"
