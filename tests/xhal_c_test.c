@@ -39,7 +39,8 @@ int main(void) {
   CHECK(xhal_device_name(0, name, sizeof name) == XHAL_OK);
   CHECK(xhal_device_name(count, name, sizeof name) == XHAL_ERR_INVALID_ARGUMENT);
   CHECK(strstr(xhal_last_error(), "xhal_device_name") != NULL);
-  CHECK(xhal_default_device(name, sizeof name) == XHAL_OK && strcmp(name, "cpu") == 0);
+  /* cpu here, cuda:0 on a GPU machine: either way a device name. */
+  CHECK(xhal_default_device(name, sizeof name) == XHAL_OK && name[0] != '\0');
 
   xhal_memory_status mem;
   CHECK(xhal_memory_status_get("cpu", &mem) == XHAL_OK && mem.total_bytes > 0);

@@ -17,8 +17,12 @@ note() { summary+=("$1"); echo "== $1"; }
 dlpack=""
 for dir in /usr/include /usr/local/include; do [ -f "$dir/dlpack/dlpack.h" ] && dlpack=$dir && break; done
 if [ -z "$dlpack" ]; then
-  header=$(find / -path /proc -prune -o -path '*/dlpack/dlpack.h' -print 2>/dev/null | head -n 1)
-  [ -n "$header" ] && dlpack=$(dirname "$(dirname "$header")")
+  # PyTorch ships the header as ATen/dlpack.h: expose it as <dlpack/dlpack.h> in the build tree.
+  header=$(find / \( -path /proc -o -path /sys \) -prune -o \( -path '*/dlpack/dlpack.h' -o -path '*/ATen/dlpack.h' \) -print 2>/dev/null | head -n 1)
+  if [ -n "$header" ]; then
+    dlpack=$PWD/build-gpu/dlpack-include
+    mkdir -p "$dlpack/dlpack" && cp "$header" "$dlpack/dlpack/dlpack.h"
+  fi
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
@@ -44,6 +48,9 @@ grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$out/ctest.log" | head -n 1
 note "conformance cuda: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda.log" | tr '\n' ' ')"
 grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda.log" | head -n 20
 
+"$build/bin/llama_block" >"$out/llama_block.txt" 2>&1
+note "llama_block on cuda: exit $? $(grep -E '^vs cpu' "$out/llama_block.txt")"
+
 if command -v compute-sanitizer >/dev/null; then
   XHAL_ALLOCATOR=direct timeout 400 compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$build/bin/xhal_conformance" --gtest_filter='*cuda_bf16*:*cuda_f32*' >"$out/memcheck.log" 2>&1
@@ -54,7 +61,7 @@ fi
   --benchmark_out="$out/bench.json" --benchmark_out_format=json >"$out/bench.txt" 2>&1
 note "xhal-bench: exit $?"
 grep -E "^(ceiling|rms|fused|swiglu|rope|attention|paged|linear)" "$out/bench.txt" |
-  awk '{printf "  %-58s %9s %s %s %s\n", $1, $2, $3, $6, $7}' | head -n 20
+  sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 20
 
 if [ -f bench/peers/torch_compare.py ]; then
   PYTHONUNBUFFERED=1 timeout 500 python3 bench/peers/torch_compare.py --lib "$build/lib/libxhal.so" \
