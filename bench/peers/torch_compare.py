@@ -18,6 +18,7 @@ import ctypes
 import datetime
 import gc
 import json
+import math
 import os
 import statistics
 import sys
@@ -165,6 +166,8 @@ def compare(outs, refs):
     outputs makes both NaN, which fails the check."""
     diff2 = ref2 = max_abs = 0.0
     for a, b in zip(outs, refs, strict=True):
+        if a.shape != b.shape:  # a - b would broadcast silently
+            raise ValueError(f"xhal output {tuple(a.shape)} vs peer {tuple(b.shape)}")
         a, b = a.float(), b.float()
         if torch.isnan(a).any().item():
             return float("nan"), float("nan")
@@ -189,7 +192,7 @@ def run_case(ctx, xhal_prep, peers, poison, work, unit, ceiling):
         try:
             refs = fn()
         except Exception as e:  # e.g. an SDPA backend that refuses these inputs: not fatal
-            ctx.notes.append(f"peer {name} refused: {first_line(e)}")
+            ctx.notes.append(f"{ctx.where}: peer {name} refused: {first_line(e)}")
             print(f"  {ctx.notes[-1]}", flush=True)
             continue
         checked[name] = (fn, compare(outs, refs))
@@ -205,7 +208,7 @@ def run_case(ctx, xhal_prep, peers, poison, work, unit, ceiling):
         rate = work / (ms["xhal"] * 1e-3) / SCALE[unit]
         limit = ctx.ceilings.get(ceiling)
         rows.append(dict(xhal_ms=ms["xhal"], peer=name, peer_ms=ms[name],
-                         speedup=ms[name] / ms["xhal"], unit=unit, xhal_rate=rate,
+                         speedup=ms[name] / ms["xhal"], work=work, unit=unit, xhal_rate=rate,
                          peer_rate=work / (ms[name] * 1e-3) / SCALE[unit], ceiling=ceiling,
                          frac=rate / limit if limit else None, rel_err=rel, max_abs=max_abs,
                          ok=rel <= REL_TOL))  # NaN compares False
@@ -280,7 +283,7 @@ def case_fused_add(ctx, M, N):
         return ctx.xhal.op("xhal_fused_add_rms_norm", x, r, w, EPS, out), [out, r]
     peer = lambda: list(_add_rms_norm(x, res, w))
     # read x, read res, write res, write out (+ the weight)
-    return run_case(ctx, prep, [("compile(add+rms_norm)", peer)], [out],
+    return run_case(ctx, prep, [("compile", peer)], [out],
                     4 * M * N * 2 + N * 2, "GB/s", "copy")
 
 
@@ -289,7 +292,7 @@ def case_swiglu(ctx, M, N):
     out = torch.empty_like(g)
     run = ctx.xhal.op("xhal_swiglu", g, u, out)
     peer = lambda: [_silu_mul(g, u)]
-    return run_case(ctx, lambda: (run, [out]), [("compile(silu*mul)", peer)], [out],
+    return run_case(ctx, lambda: (run, [out]), [("compile", peer)], [out],
                     3 * M * N * 2, "GB/s", "copy")
 
 
@@ -297,8 +300,8 @@ def rope_cache(max_pos, rotary_dim, theta=10000.0):
     # xhal's documented layout: row p = [cos(p*f_0..f_{r/2-1}), sin(same)], f_i = theta^(-2i/r),
     # computed in f64 like xhal_rope_cache, stored as f32.
     i = torch.arange(rotary_dim // 2, dtype=torch.float64, device=DEVICE)
-    angles = torch.arange(max_pos, dtype=torch.float64, device=DEVICE)[:, None] \
-        * theta ** (-2 * i / rotary_dim)[None, :]
+    inv_freq = theta ** (-2 * i / rotary_dim)
+    angles = torch.arange(max_pos, dtype=torch.float64, device=DEVICE)[:, None] * inv_freq[None, :]
     return torch.cat([angles.cos(), angles.sin()], dim=1).float().contiguous()
 
 
@@ -312,7 +315,7 @@ def case_rope(ctx, T, Hq=32, Hkv=8, D=128, rotary_dim=128, max_pos=4096):
         return ctx.xhal.op("xhal_rope", qc, kc, positions, cache, 1), [qc, kc]
     peer = lambda: list(_rope_neox(q, k, positions, cache))
     # Nothing to poison (in place); a kernel that skipped elements still fails the check.
-    return run_case(ctx, prep, [("compile(rope neox)", peer)], [],
+    return run_case(ctx, prep, [("compile", peer)], [],
                     2 * (T * Hq * D + T * Hkv * D) * 2, "GB/s", "copy")
 
 
@@ -385,11 +388,16 @@ class Context:
         self.xhal, self.bench = xhal, bench
         self.ceilings, self.ceiling_ms = {}, {}  # "copy": GB/s, "gemm": TFLOP/s
         self.rows, self.failures, self.notes = [], [], []
+        self.broken, self.where = False, ""
 
 
 def section(ctx, op, shape, case, *args):
     """Runs one case; whatever it raises is printed and recorded, and the run goes on."""
-    print(f"[{op} {shape}]", flush=True)
+    if ctx.broken:
+        ctx.rows.append(dict(op=op, shape=shape, error="skipped: the CUDA context is broken"))
+        return
+    ctx.where = f"{op} {shape}"
+    print(f"[{ctx.where}]", flush=True)
     try:
         for row in case(ctx, *args):
             ctx.rows.append(dict(op=op, shape=shape, **row))
@@ -401,10 +409,13 @@ def section(ctx, op, shape, case, *args):
         traceback.print_exc()
         ctx.rows.append(dict(op=op, shape=shape, error=first_line(e)))
         ctx.failures.append(f"{op} {shape}: {first_line(e)}")
-    finally:
-        gc.collect()  # free this case's tensors before the next one allocates
+    gc.collect()  # free this case's tensors before the next one allocates
+    try:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+    except Exception as e:  # a sticky CUDA error (e.g. an illegal address): later cases would
+        ctx.broken = True   # only repeat it, so skip them and still print the table
+        ctx.failures.append(f"after {op} {shape}: {first_line(e)}")
 
 
 def fmt(value, spec):
@@ -413,7 +424,8 @@ def fmt(value, spec):
 
 def print_table(ctx, device_name):
     print(f"\n{device_name}, torch {torch.__version__}, bf16, median of {ctx.bench.iters} runs,"
-          " cold L2; speedup = peer ms / xhal ms (>1: xhal faster)")
+          " cold L2. speedup = peer ms / xhal ms (>1: xhal faster)\n"
+          "of ceil = xhal rate / copy bandwidth (GB/s rows) or / matmul rate (TFLOP/s rows)")
     if "copy" in ctx.ceilings:
         print(f"ceiling copy 1 GiB: {ctx.ceilings['copy']:.0f} GB/s"
               f" ({ctx.ceiling_ms['copy']:.3f} ms)", end="")
@@ -428,8 +440,8 @@ def print_table(ctx, device_name):
         if "error" in r:
             errors.append(f"{r['op']} {r['shape']}: ERROR {r['error']}")
             continue
-        lines.append([r["op"], r["shape"], fmt(r["xhal_ms"], ".3f"), r["peer"],
-                      fmt(r["peer_ms"], ".3f"), fmt(r["speedup"], ".2f"),
+        lines.append([r["op"], r["shape"], fmt(r["xhal_ms"], ".4f"), r["peer"],
+                      fmt(r["peer_ms"], ".4f"), fmt(r["speedup"], ".2f"),
                       f"{r['xhal_rate']:.0f} {r['unit']}", fmt(r["frac"], ".2f"),
                       fmt(r["rel_err"], ".1e"), "ok" if r["ok"] else "FAIL"])
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -472,15 +484,15 @@ def main():
         for M, N in shapes:
             section(ctx, op, f"{M}x{N}", case, M, N)
     for T in (16384 // d, 65536 // d):
-        section(ctx, "rope_neox", f"T{T} Hq32 Hkv8 D128", case_rope, T)
+        section(ctx, "rope_neox", f"T{T} H32/8 D128", case_rope, T)
     S = 1024 if args.quick else 4096
     for causal in (True, False):
         section(ctx, "attention", f"B4 H32 S{S} D128 {'causal' if causal else 'full'}",
                 case_attention, 4, 32, S, 128, causal)
     L = 4096 // d
-    section(ctx, "paged_attention", f"B64 Hq32 Hkv8 L{L} D128 bs16", case_paged, 64, 32, 8, L, 128)
+    section(ctx, "paged_attention", f"B64 H32/8 L{L} D128", case_paged, 64, 32, 8, L, 128)
     M = 8192 // d
-    section(ctx, "linear", f"{M}x8192x8192 +bias", case_linear, M, 8192, 8192)
+    section(ctx, "linear", f"{M}x8192x8192+b", case_linear, M, 8192, 8192)
 
     print_table(ctx, device_name)
     if args.json:
@@ -490,22 +502,21 @@ def main():
                       rel_tol=REL_TOL, ceilings=ctx.ceilings, ceiling_ms=ctx.ceiling_ms,
                       rows=ctx.rows, notes=ctx.notes, failures=ctx.failures)
         with open(args.json, "w") as f:
-            # NaN is not JSON: write it as null
-            json.dump(report, f, indent=1, default=str,
-                      allow_nan=False) if False else f.write(_to_json(report))
+            json.dump(json_safe(report), f, indent=1)
+            f.write("\n")
+        print(f"wrote {args.json}")
     sys.exit(1 if ctx.failures else 0)
 
 
-def _to_json(obj):
-    def clean(v):
-        if isinstance(v, float) and v != v:
-            return None
-        if isinstance(v, dict):
-            return {k: clean(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [clean(x) for x in v]
-        return v
-    return json.dumps(clean(obj), indent=1) + "\n"
+def json_safe(v):
+    """NaN and inf are not JSON: they become null."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: json_safe(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [json_safe(x) for x in v]
+    return v
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
-// attention and attention_varlen on the GPU through the generic kernel (attention_generic.cuh).
+// attention and attention_varlen on the GPU: the tensor-core flash kernel (flash_attention.cuh)
+// for f16/bf16 with the head dims and alignment it supports, the generic kernel
+// (attention_generic.cuh) for everything else.
 #include "attention_generic.cuh"
+#include "flash_attention.cuh"
 
 namespace xhal::gpu {
 namespace {
@@ -11,55 +14,6 @@ struct DenseKeys {
   int64_t k_seq_stride, v_seq_stride;  // per key
   __device__ const T* key(int64_t j) const { return k + j * k_seq_stride; }
   __device__ const T* value(int64_t j) const { return v + j * v_seq_stride; }
-};
-
-// Strides of q, k, v, out, lse with a batch dim (dense) or without (varlen: batch stride 0).
-struct AttnLayout {
-  int64_t q[3], k[3], v[3], o[3];  // batch, seq, head strides
-  int64_t lse[3];                  // batch, head, row strides
-  int64_t Hq, group, D, Dv;
-};
-
-inline AttnLayout layout_of(const xhal_op_call* c, bool batched) {
-  AttnLayout a{};
-  auto fill = [&](int64_t* out, const DLTensor* t) {
-    const int off = batched ? 1 : 0;
-    out[0] = batched ? t->strides[0] : 0;
-    out[1] = t->strides[off];
-    out[2] = t->strides[off + 1];
-  };
-  fill(a.q, c->t[XHAL_SLOT_Q]);
-  fill(a.k, c->t[XHAL_SLOT_K]);
-  fill(a.v, c->t[XHAL_SLOT_V]);
-  fill(a.o, c->t[XHAL_SLOT_OUT]);
-  if (const DLTensor* lse = c->t[XHAL_SLOT_LSE]) {
-    if (batched) {
-      a.lse[0] = lse->strides[0], a.lse[1] = lse->strides[1], a.lse[2] = lse->strides[2];
-    } else {
-      a.lse[0] = 0, a.lse[1] = lse->strides[0], a.lse[2] = lse->strides[1];
-    }
-  }
-  const DLTensor* q = c->t[XHAL_SLOT_Q];
-  a.Hq = q->shape[q->ndim - 2];
-  a.group = a.Hq / c->t[XHAL_SLOT_K]->shape[q->ndim - 2];
-  a.D = q->shape[q->ndim - 1];
-  a.Dv = c->t[XHAL_SLOT_V]->shape[q->ndim - 1];
-  return a;
-}
-
-// Sequence b: query rows [q_begin, q_begin + Sq), keys [k_begin, k_begin + Sk). For dense
-// attention every sequence has the same lengths; for varlen they come from cu_seqlens.
-struct Sequences {
-  const int32_t* cu_q;  // nullptr: dense
-  const int32_t* cu_k;
-  int64_t batch, Sq, Sk;
-  __device__ void span(int64_t b, int64_t* q_begin, int64_t* sq, int64_t* k_begin, int64_t* sk) const {
-    if (cu_q == nullptr) {
-      *q_begin = 0, *sq = Sq, *k_begin = 0, *sk = Sk;
-    } else {
-      *q_begin = cu_q[b], *sq = cu_q[b + 1] - cu_q[b], *k_begin = cu_k[b], *sk = cu_k[b + 1] - cu_k[b];
-    }
-  }
 };
 
 // One warp per (sequence, query head, row); rows index up to max_rows per sequence.
@@ -133,6 +87,83 @@ struct GenericAttentionVarlen {
   }
 };
 
+#if !defined(__HIPCC__)
+// The flash kernel's conditions: 16-bit types (it is only registered for them), D == Dv in
+// {64, 80, 96, 128, 256}, 16-byte aligned q/k/v rows and 4-byte aligned output pairs.
+inline const char* flash_supports(const xhal_op_call* c) {
+  const DLTensor *q = c->t[XHAL_SLOT_Q], *k = c->t[XHAL_SLOT_K], *v = c->t[XHAL_SLOT_V];
+  const DLTensor* out = c->t[XHAL_SLOT_OUT];
+  const int64_t D = q->shape[q->ndim - 1];
+  if (v->shape[v->ndim - 1] != D) return "value head dim differs from the query head dim";
+  if (D != 64 && D != 80 && D != 96 && D != 128 && D != 256) return "head dim not in {64, 80, 96, 128, 256}";
+  for (const DLTensor* t : {q, k, v}) {
+    if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "q/k/v not 16-byte aligned";
+    for (int d = 0; d + 1 < t->ndim; ++d) {
+      if ((t->strides[d] * 2) % 16 != 0) return "q/k/v strides not multiples of 8 elements";
+    }
+  }
+  if (reinterpret_cast<uintptr_t>(out->data) % 4 != 0) return "out not 4-byte aligned";
+  for (int d = 0; d + 1 < out->ndim; ++d) {
+    if (out->strides[d] % 2 != 0) return "out strides not even";
+  }
+  return nullptr;
+}
+
+template <class E, class Tile>
+void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
+                       int64_t max_rows) {
+  using T = typename E::T;
+  static const bool shared_raised = [] {  // once per instantiation: above 48 KiB needs opting in
+    gpuFuncSetAttribute(reinterpret_cast<const void*>(flash_attention_kernel<E, Tile>),
+                        gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes));
+    return true;
+  }();
+  (void)shared_raised;
+  const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
+  const dim3 grid(unsigned(m_tiles), unsigned(a.Hq), unsigned(seqs.batch));
+  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
+  flash_attention_kernel<E, Tile><<<grid, Tile::kThreads, Tile::kSharedBytes,
+                                    static_cast<gpuStream_t>(c->stream)>>>(
+      static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
+      static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
+      lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
+}
+
+template <class E>
+xhal_status launch_flash(const xhal_op_call* c, bool batched, Sequences seqs, int64_t max_rows,
+                         char* msg, size_t len) {
+  const AttnLayout a = layout_of(c, batched);
+  if (seqs.batch * a.Hq * max_rows == 0) return XHAL_OK;
+  switch (a.D) {
+    case 64: launch_flash_tile<E, FlashTile<64, 64>>(c, a, seqs, max_rows); break;
+    case 80: launch_flash_tile<E, FlashTile<80, 64>>(c, a, seqs, max_rows); break;
+    case 96: launch_flash_tile<E, FlashTile<96, 64>>(c, a, seqs, max_rows); break;
+    case 128: launch_flash_tile<E, FlashTile<128, 64>>(c, a, seqs, max_rows); break;
+    default: launch_flash_tile<E, FlashTile<256, 32>>(c, a, seqs, max_rows); break;
+  }
+  return launch_status(msg, len, "flash attention");
+}
+
+template <class E>
+struct FlashAttention {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    const DLTensor* q = c->t[XHAL_SLOT_Q];
+    const Sequences seqs{nullptr, nullptr, q->shape[0], q->shape[1], c->t[XHAL_SLOT_K]->shape[1]};
+    return launch_flash<E>(c, true, seqs, q->shape[1], msg, len);
+  }
+};
+
+template <class E>
+struct FlashAttentionVarlen {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    const Sequences seqs{static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_Q]->data),
+                         static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_K]->data),
+                         c->t[XHAL_SLOT_CU_SEQLENS_Q]->shape[0] - 1, 0, 0};
+    return launch_flash<E>(c, false, seqs, c->params.max_seqlen_q, msg, len);
+  }
+};
+#endif
+
 }  // namespace
 
 void register_attention_kernels(const xhal_host_api* host) {
@@ -141,6 +172,12 @@ void register_attention_kernels(const xhal_host_api* host) {
                                            XHAL_OP_ATTENTION, generic);
   register_float_kernels<GenericAttentionVarlen>(host, XHAL_GPU_BACKEND ".attention_varlen_generic",
                                                  XHAL_OP_ATTENTION_VARLEN, generic);
+#if !defined(__HIPCC__)
+  const kernels::KernelTraits flash{10, false, flash_supports};
+  register_half_kernels<FlashAttention>(host, "cuda.flash_attention_mma", XHAL_OP_ATTENTION, flash);
+  register_half_kernels<FlashAttentionVarlen>(host, "cuda.flash_attention_varlen_mma",
+                                              XHAL_OP_ATTENTION_VARLEN, flash);
+#endif
 }
 
 }  // namespace xhal::gpu

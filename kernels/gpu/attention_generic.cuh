@@ -6,32 +6,13 @@
 
 #include <cmath>
 
-#include "launch.cuh"
+#include "attention_layout.cuh"
 
 namespace xhal::gpu {
 
 inline constexpr int kGenericWarps = 4;  // warps per block
 inline constexpr int kMaxValuesPerLane = 8;
 inline constexpr int kGenericMaxHeadDim = 512;
-
-struct Mask {
-  float scale, softcap;
-  bool causal;
-  int64_t window_left, window_right;
-
-  static Mask from(const xhal_op_params& p) {
-    return {p.scale, p.softcap, p.causal != 0, p.window_left, p.window_right};
-  }
-  // Keys [lo, hi) query i of Sq may see among Sk keys (bottom-right aligned).
-  __device__ void visible(int64_t i, int64_t Sq, int64_t Sk, int64_t* lo, int64_t* hi) const {
-    const int64_t diag = i + Sk - Sq;
-    int64_t l = window_left >= 0 ? diag - window_left : 0, h = Sk;
-    if (causal) h = h < diag + 1 ? h : diag + 1;
-    if (window_right >= 0) h = h < diag + window_right + 1 ? h : diag + window_right + 1;
-    *lo = l > 0 ? l : 0;
-    *hi = h > *lo ? h : *lo;
-  }
-};
 
 // One query row against keys [lo, hi) of a key source. Src provides, for key j,
 //   key(j) / value(j): const T* to the row (nullptr = unreadable, the key is skipped).

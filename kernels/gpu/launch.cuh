@@ -99,4 +99,14 @@ void register_float_kernels(const xhal_host_api* host, const char* name, xhal_op
                            accuracy_for(XHAL_DTYPE_BF16), traits);
 }
 
+// Registers Kernel<E>::run for the 16-bit types only (tensor-core kernels).
+template <template <class> class Kernel>
+void register_half_kernels(const xhal_host_api* host, const char* name, xhal_op op,
+                           kernels::KernelTraits traits) {
+  kernels::register_kernel(host, name, op, XHAL_DTYPE_F16, &on_call_device<&Kernel<F16>::run>,
+                           accuracy_for(XHAL_DTYPE_F16), traits);
+  kernels::register_kernel(host, name, op, XHAL_DTYPE_BF16, &on_call_device<&Kernel<BF16>::run>,
+                           accuracy_for(XHAL_DTYPE_BF16), traits);
+}
+
 }  // namespace xhal::gpu

@@ -1,0 +1,79 @@
+// What every attention kernel needs to know about a call: the mask rules, the sequences (dense
+// batch or varlen spans) and the strides of q, k, v, out and lse.
+#pragma once
+
+#include <cstdint>
+
+#include "launch.cuh"
+
+namespace xhal::gpu {
+
+struct Mask {
+  float scale, softcap;
+  bool causal;
+  int64_t window_left, window_right;
+
+  static Mask from(const xhal_op_params& p) {
+    return {p.scale, p.softcap, p.causal != 0, p.window_left, p.window_right};
+  }
+  // Keys [lo, hi) query i of Sq may see among Sk keys (bottom-right aligned).
+  __device__ void visible(int64_t i, int64_t Sq, int64_t Sk, int64_t* lo, int64_t* hi) const {
+    const int64_t diag = i + Sk - Sq;
+    int64_t l = window_left >= 0 ? diag - window_left : 0, h = Sk;
+    if (causal) h = h < diag + 1 ? h : diag + 1;
+    if (window_right >= 0) h = h < diag + window_right + 1 ? h : diag + window_right + 1;
+    *lo = l > 0 ? l : 0;
+    *hi = h > *lo ? h : *lo;
+  }
+};
+
+// Strides of q, k, v, out, lse with a batch dim (dense) or without (varlen: batch stride 0).
+struct AttnLayout {
+  int64_t q[3], k[3], v[3], o[3];  // batch, seq, head strides
+  int64_t lse[3];                  // batch, head, row strides
+  int64_t Hq, group, D, Dv;
+};
+
+inline AttnLayout layout_of(const xhal_op_call* c, bool batched) {
+  AttnLayout a{};
+  auto fill = [&](int64_t* out, const DLTensor* t) {
+    const int off = batched ? 1 : 0;
+    out[0] = batched ? t->strides[0] : 0;
+    out[1] = t->strides[off];
+    out[2] = t->strides[off + 1];
+  };
+  fill(a.q, c->t[XHAL_SLOT_Q]);
+  fill(a.k, c->t[XHAL_SLOT_K]);
+  fill(a.v, c->t[XHAL_SLOT_V]);
+  fill(a.o, c->t[XHAL_SLOT_OUT]);
+  if (const DLTensor* lse = c->t[XHAL_SLOT_LSE]) {
+    if (batched) {
+      a.lse[0] = lse->strides[0], a.lse[1] = lse->strides[1], a.lse[2] = lse->strides[2];
+    } else {
+      a.lse[0] = 0, a.lse[1] = lse->strides[0], a.lse[2] = lse->strides[1];
+    }
+  }
+  const DLTensor* q = c->t[XHAL_SLOT_Q];
+  a.Hq = q->shape[q->ndim - 2];
+  a.group = a.Hq / c->t[XHAL_SLOT_K]->shape[q->ndim - 2];
+  a.D = q->shape[q->ndim - 1];
+  a.Dv = c->t[XHAL_SLOT_V]->shape[q->ndim - 1];
+  return a;
+}
+
+// Sequence b: query rows [q_begin, q_begin + Sq), keys [k_begin, k_begin + Sk). For dense
+// attention every sequence has the same lengths; for varlen they come from cu_seqlens.
+struct Sequences {
+  const int32_t* cu_q;  // nullptr: dense
+  const int32_t* cu_k;
+  int64_t batch, Sq, Sk;
+  __device__ void span(int64_t b, int64_t* q_begin, int64_t* sq, int64_t* k_begin, int64_t* sk) const {
+    if (cu_q == nullptr) {
+      *q_begin = 0, *sq = Sq, *k_begin = 0, *sk = Sk;
+    } else {
+      *q_begin = cu_q[b], *sq = cu_q[b + 1] - cu_q[b], *k_begin = cu_k[b], *sk = cu_k[b + 1] - cu_k[b];
+    }
+  }
+};
+
+}  // namespace xhal::gpu

@@ -1,0 +1,214 @@
+// Tensor-core flash attention for f16/bf16 on NVIDIA (mma.sync, sm_80+), FlashAttention-2 style.
+// A block of 4 warps owns 64 query rows of one (sequence, head), 16 rows per warp, and streams
+// K/V tiles of kBlockN keys through shared memory (cp.async; V of tile t loads while Q K^T runs,
+// K of tile t+1 while P V runs). Scores, the online softmax (exp2, log2(e) folded into the scale)
+// and the output accumulator stay in registers; P is fed to the second mma straight from the
+// accumulators of the first. Only the key tiles some row of the block can see are visited, so a
+// causal or windowed call skips the rest. Shared rows are padded by 16 bytes, which keeps
+// ldmatrix and cp.async free of bank conflicts.
+#pragma once
+
+#if !defined(__HIPCC__)
+
+#include "attention_layout.cuh"
+#include "mma_sm80.cuh"
+
+namespace xhal::gpu {
+
+template <int D_, int BlockN_>
+struct FlashTile {
+  static constexpr int D = D_, kBlockM = 64, kBlockN = BlockN_, kThreads = 128;
+  static constexpr int kStride = D + 8;  // shared row, in elements
+  static constexpr int kKSteps = D / 16, kSTiles = kBlockN / 8, kOTiles = D / 8;
+  static constexpr bool kQInRegisters = D <= 128;
+  static constexpr size_t kSharedBytes = size_t(kBlockM + 2 * kBlockN) * kStride * 2;
+  static_assert(D % 16 == 0 && kBlockN % 16 == 0, "tile sizes are multiples of the mma shape");
+};
+
+// rows [first, first + kRows) of a [*, D] tile, row r at base + r * stride; rows >= limit are
+// zero-filled (their scores are masked; zeros keep NaN garbage out of P V).
+template <class T, int kRows, int D, int kStride, int kThreads>
+__device__ inline void load_tile(T* shared, const T* base, int64_t stride, int64_t first,
+                                 int64_t limit) {
+  constexpr int kChunks = D / 8;
+  for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
+    const int r = c / kChunks, ch = c % kChunks;
+    const int64_t row = first + r;
+    const bool valid = row < limit;
+    sm80::cp_async_16(shared + r * kStride + ch * 8, base + (valid ? row : 0) * stride + ch * 8, valid);
+  }
+}
+
+template <class E, class Tile>
+__global__ void __launch_bounds__(Tile::kThreads)
+    flash_attention_kernel(const typename E::T* __restrict__ q, const typename E::T* __restrict__ k,
+                           const typename E::T* __restrict__ v, typename E::T* __restrict__ out,
+                           float* __restrict__ lse, AttnLayout a, Sequences seqs, Mask mask,
+                           int64_t m_tiles) {
+  using T = typename E::T;
+  constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
+  constexpr int kStride = Tile::kStride, kThreads = Tile::kThreads;
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  T* sQ = reinterpret_cast<T*>(shared_raw);
+  T* sK = sQ + kBlockM * kStride;
+  T* sV = sK + kBlockN * kStride;
+
+  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int64_t m_tile = m_tiles - 1 - blockIdx.x;  // the longest (causal) tiles start first
+  int64_t q0, Sq, k0, Sk;
+  seqs.span(b, &q0, &Sq, &k0, &Sk);
+  const int64_t i0 = m_tile * kBlockM;
+  if (i0 >= Sq) return;
+  const int64_t hk = h / a.group;
+  const T* qb = q + b * a.q[0] + q0 * a.q[1] + h * a.q[2];
+  const T* kb = k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2];
+  const T* vb = v + b * a.v[0] + k0 * a.v[1] + hk * a.v[2];
+
+  // Visible ranges grow with the row, so the block's keys are [lo of its first row, hi of its last).
+  int64_t lo_first, hi_first, lo_last, hi_last;
+  mask.visible(i0, Sq, Sk, &lo_first, &hi_first);
+  mask.visible((i0 + kBlockM < Sq ? i0 + kBlockM : Sq) - 1, Sq, Sk, &lo_last, &hi_last);
+  const int64_t kv_begin = lo_first / kBlockN * kBlockN, kv_end = hi_last;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, tig = lane % 4;
+  int64_t row_lo[2], row_hi[2];
+  for (int r = 0; r < 2; ++r) {
+    const int64_t i = i0 + warp * 16 + group + r * 8;
+    if (i < Sq) mask.visible(i, Sq, Sk, &row_lo[r], &row_hi[r]);
+    else row_lo[r] = row_hi[r] = 0;
+  }
+
+  load_tile<T, kBlockM, D, kStride, kThreads>(sQ, qb, a.q[1], i0, Sq);
+  if (kv_begin < kv_end) load_tile<T, kBlockN, D, kStride, kThreads>(sK, kb, a.k[1], kv_begin, Sk);
+  sm80::cp_async_commit();
+  sm80::cp_async_wait<0>();
+  __syncthreads();
+
+  // ldmatrix row addresses of this lane (see mma_sm80.cuh for the fragment layouts).
+  const T* q_row = sQ + (warp * 16 + lane % 8 + (lane / 8 % 2) * 8) * kStride + (lane / 16) * 8;
+  const T* k_row = sK + (lane % 8 + (lane / 16) * 8) * kStride + (lane / 8 % 2) * 8;
+  const T* v_row = sV + (lane % 8 + (lane / 8 % 2) * 8) * kStride + (lane / 16) * 8;
+
+  uint32_t qf[Tile::kQInRegisters ? Tile::kKSteps : 1][4];
+  if constexpr (Tile::kQInRegisters) {
+#pragma unroll
+    for (int kk = 0; kk < Tile::kKSteps; ++kk) sm80::ldmatrix_x4(qf[kk], q_row + kk * 16);
+  }
+
+  float o[Tile::kOTiles][4];
+#pragma unroll
+  for (int t = 0; t < Tile::kOTiles; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float scale_log2 = mask.scale * kLog2e;
+
+  for (int64_t j0 = kv_begin; j0 < kv_end; j0 += kBlockN) {
+    if (j0 != kv_begin) {
+      sm80::cp_async_wait<0>();  // K of this tile has landed
+      __syncthreads();           // and every warp is done with the previous V
+    }
+    load_tile<T, kBlockN, D, kStride, kThreads>(sV, vb, a.v[1], j0, Sk);
+    sm80::cp_async_commit();
+
+    float s[Tile::kSTiles][4];
+#pragma unroll
+    for (int t = 0; t < Tile::kSTiles; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < Tile::kKSteps; ++kk) {
+      uint32_t af[4];
+      if constexpr (Tile::kQInRegisters) {
+        af[0] = qf[kk][0], af[1] = qf[kk][1], af[2] = qf[kk][2], af[3] = qf[kk][3];
+      } else {
+        sm80::ldmatrix_x4(af, q_row + kk * 16);
+      }
+#pragma unroll
+      for (int p = 0; p < Tile::kSTiles / 2; ++p) {
+        uint32_t bf[4];
+        sm80::ldmatrix_x4(bf, k_row + p * 16 * kStride + kk * 16);
+        sm80::mma_16816<E>(s[2 * p], af, bf[0], bf[1]);
+        sm80::mma_16816<E>(s[2 * p + 1], af, bf[2], bf[3]);
+      }
+    }
+
+    // Scores in log2 units, masked; then the online softmax of this thread's two rows.
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int t = 0; t < Tile::kSTiles; ++t) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = c / 2;
+        const int64_t j = j0 + t * 8 + tig * 2 + (c & 1);
+        float x = mask.softcap > 0.0f ? mask.softcap * tanhf(s[t][c] * mask.scale / mask.softcap) * kLog2e
+                                      : s[t][c] * scale_log2;
+        if (j < row_lo[r] || j >= row_hi[r]) x = -INFINITY;
+        s[t][c] = x;
+        tile_max[r] = fmaxf(tile_max[r], x);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      const float m_new = fmaxf(row_max[r], tile_max[r]);
+      const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing visible yet
+      const float correction = exp2f(row_max[r] - base);
+      row_max[r] = m_new;
+      row_sum[r] *= correction;
+#pragma unroll
+      for (int t = 0; t < Tile::kOTiles; ++t) o[t][2 * r] *= correction, o[t][2 * r + 1] *= correction;
+#pragma unroll
+      for (int t = 0; t < Tile::kSTiles; ++t) {
+        s[t][2 * r] = exp2f(s[t][2 * r] - base);
+        s[t][2 * r + 1] = exp2f(s[t][2 * r + 1] - base);
+        row_sum[r] += s[t][2 * r] + s[t][2 * r + 1];
+      }
+    }
+
+    sm80::cp_async_wait<0>();  // V of this tile has landed
+    __syncthreads();           // and every warp is done with K
+    if (j0 + kBlockN < kv_end) {
+      load_tile<T, kBlockN, D, kStride, kThreads>(sK, kb, a.k[1], j0 + kBlockN, Sk);
+      sm80::cp_async_commit();
+    }
+
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const uint32_t pa[4] = {sm80::pack2<E>(s[2 * kk][0], s[2 * kk][1]),
+                              sm80::pack2<E>(s[2 * kk][2], s[2 * kk][3]),
+                              sm80::pack2<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              sm80::pack2<E>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int p = 0; p < Tile::kOTiles / 2; ++p) {
+        uint32_t bf[4];
+        sm80::ldmatrix_x4_trans(bf, v_row + kk * 16 * kStride + p * 16);
+        sm80::mma_16816<E>(o[2 * p], pa, bf[0], bf[1]);
+        sm80::mma_16816<E>(o[2 * p + 1], pa, bf[2], bf[3]);
+      }
+    }
+  }
+
+  constexpr float kLn2 = 0.6931471805599453f;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = row_sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int64_t i = i0 + warp * 16 + group + r * 8;
+    if (i >= Sq) continue;
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // no visible key: 0 and lse = -inf
+    T* orow = out + b * a.o[0] + (q0 + i) * a.o[1] + h * a.o[2];
+#pragma unroll
+    for (int t = 0; t < Tile::kOTiles; ++t) {
+      *reinterpret_cast<uint32_t*>(orow + t * 8 + tig * 2) =
+          sm80::pack2<E>(o[t][2 * r] * inv, o[t][2 * r + 1] * inv);
+    }
+    if (lse != nullptr && tig == 0) {
+      lse[b * a.lse[0] + h * a.lse[1] + (q0 + i) * a.lse[2]] =
+          sum > 0.0f ? row_max[r] * kLn2 + logf(sum) : -INFINITY;
+    }
+  }
+}
+
+}  // namespace xhal::gpu
+
+#endif
