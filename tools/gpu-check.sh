@@ -5,8 +5,12 @@
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-gpu-check-out}
-mkdir -p "$out"
+# Logs are written to a work folder and packed into one archive under $OUT at the end (the device
+# tool brings back only a few files).
+final=${OUT:-gpu-check-out}
+out=$(mktemp -d)
+mkdir -p "$final"
+trap 'tar -czf "$final/logs.tgz" -C "$out" . 2>/dev/null' EXIT
 quick=""
 [ "${1:-}" = "--quick" ] && quick="--quick"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

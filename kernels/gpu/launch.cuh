@@ -63,6 +63,22 @@ inline xhal_status launch_status(char* msg, size_t len, const char* kernel) {
                       gpuGetErrorString(err));
 }
 
+// The multiprocessor count of `device`, cached (kernels size one-wave grids by it).
+inline int multiprocessor_count(int device) {
+  static int counts[64] = {};
+  if (device < 0 || device >= 64) return 1;
+  if (counts[device] == 0) {
+    int count = 0;
+#if defined(__HIPCC__)
+    hipDeviceGetAttribute(&count, hipDeviceAttributeMultiprocessorCount, device);
+#else
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+#endif
+    counts[device] = count > 0 ? count : 1;
+  }
+  return counts[device];
+}
+
 // A grid of at most `max_blocks` blocks for `work` items of `per_block` each (kernels loop).
 inline unsigned grid_for(int64_t work, int64_t per_block, int64_t max_blocks = 65535 * 8) {
   int64_t blocks = (work + per_block - 1) / per_block;

@@ -1,7 +1,9 @@
-// paged_attention on the GPU through the generic kernel: one warp per (sequence, query head),
-// keys gathered through the block table. A block index outside the cache makes its keys unreadable
+// paged_attention on the GPU: the split-KV decode kernel (paged_decode.cuh) for f16/bf16 with
+// aligned caches, the generic kernel (one warp per (sequence, query head), keys gathered through
+// the block table) for everything else. A block index outside the cache makes its keys unreadable
 // (skipped) rather than read out of bounds; seq_lens are clamped to the table (docs/ops.md).
 #include "attention_generic.cuh"
+#include "paged_decode.cuh"
 
 namespace xhal::gpu {
 namespace {
@@ -86,11 +88,85 @@ struct GenericPagedAttention {
   }
 };
 
+const char* decode_supports(const xhal_op_call* c) {
+  const DLTensor *q = c->t[XHAL_SLOT_Q], *kc = c->t[XHAL_SLOT_K], *vc = c->t[XHAL_SLOT_V];
+  const DLTensor* table = c->t[XHAL_SLOT_BLOCK_TABLE];
+  const int64_t D = q->shape[2], Dv = vc->shape[3], group = q->shape[1] / kc->shape[2];
+  if (D % 8 != 0 || Dv % 8 != 0 || D > 256 || Dv > 256) return "head dims not multiples of 8 up to 256";
+  if (group * Dv > kMaxGroupTimesDv) return "query heads per kv head x value dim above 8192";
+  for (const DLTensor* t : {kc, vc}) {
+    if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "caches not 16-byte aligned";
+    for (int d = 0; d < 3; ++d) {
+      if ((t->strides[d] * 2) % 16 != 0) return "cache strides not multiples of 8 elements";
+    }
+  }
+  if (table->shape[1] > 1 && table->strides[1] != 1) return "block_table rows not contiguous";
+  return nullptr;
+}
+
+template <class E>
+struct PagedDecode {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    const DLTensor *q = c->t[XHAL_SLOT_Q], *kc = c->t[XHAL_SLOT_K], *vc = c->t[XHAL_SLOT_V];
+    const DLTensor *out = c->t[XHAL_SLOT_OUT], *table = c->t[XHAL_SLOT_BLOCK_TABLE];
+    const DLTensor* lens = c->t[XHAL_SLOT_SEQ_LENS];
+    const int64_t B = q->shape[0], Hq = q->shape[1], Hkv = kc->shape[2];
+    if (B * Hq == 0) return XHAL_OK;
+    PagedDecodeArgs a{};
+    a.q = q->data, a.k = kc->data, a.v = vc->data, a.out = out->data;
+    a.table = static_cast<const int32_t*>(table->data);
+    a.lens = static_cast<const int32_t*>(lens->data);
+    a.q_batch = q->strides[0], a.q_head = q->strides[1];
+    a.o_batch = out->strides[0], a.o_head = out->strides[1];
+    a.k_block = kc->strides[0], a.k_slot = kc->strides[1], a.k_head = kc->strides[2];
+    a.v_block = vc->strides[0], a.v_slot = vc->strides[1], a.v_head = vc->strides[2];
+    a.table_row = table->strides[0], a.lens_stride = lens->strides[0];
+    a.Hq = Hq, a.group = Hq / Hkv, a.D = q->shape[2], a.Dv = vc->shape[3];
+    a.block_size = kc->shape[1], a.num_blocks = kc->shape[0], a.max_blocks = table->shape[1];
+    a.mask = Mask::from(c->params);
+    // Split the longest possible context so that about two blocks per multiprocessor run, each
+    // split keeping at least 256 keys.
+    const int64_t max_len = a.max_blocks * a.block_size;
+    const int64_t want = (2 * multiprocessor_count(c->device_index) + B * Hkv - 1) / (B * Hkv);
+    const int64_t most = std::max<int64_t>(1, max_len / 256);
+    a.splits = std::max<int64_t>(1, std::min(want, most));
+    a.keys_per_split = ((max_len + a.splits - 1) / a.splits + kTileKeys - 1) / kTileKeys * kTileKeys;
+    a.splits = std::max<int64_t>(1, (max_len + a.keys_per_split - 1) / a.keys_per_split);
+
+    void* scratch = nullptr;
+    const size_t part_bytes = size_t(B * Hq * a.splits) * (size_t(a.Dv) + 1) * sizeof(float);
+    if (a.splits > 1) {
+      if (c->host->scratch_alloc(c->host->ctx, c->device_index, part_bytes, c->stream, &scratch) != XHAL_OK) {
+        return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "no memory for %zu bytes of split results",
+                            part_bytes);
+      }
+      a.part_out = static_cast<float*>(scratch);
+      a.part_lse = a.part_out + B * Hq * a.splits * a.Dv;
+    }
+    const size_t shared = paged_decode_shared_bytes(a.group, a.D, a.Dv, sizeof(typename E::T));
+    static const bool raised = [] {  // the largest supported configuration, set once
+      gpuFuncSetAttribute(reinterpret_cast<const void*>(paged_decode_kernel<E>),
+                          gpuFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+      return true;
+    }();
+    (void)raised;
+    auto stream = static_cast<gpuStream_t>(c->stream);
+    paged_decode_kernel<E><<<dim3(unsigned(a.splits), unsigned(Hkv), unsigned(B)), kDecodeThreads,
+                             shared, stream>>>(a);
+    if (a.splits > 1) paged_decode_merge_kernel<E><<<unsigned(B * Hq), 128, 0, stream>>>(a);
+    const xhal_status status = launch_status(msg, len, "paged decode");
+    if (scratch != nullptr) c->host->scratch_free(c->host->ctx, c->device_index, scratch);
+    return status;
+  }
+};
+
 }  // namespace
 
 void register_paged_attention_kernels(const xhal_host_api* host) {
   register_float_kernels<GenericPagedAttention>(host, XHAL_GPU_BACKEND ".paged_attention_generic",
                                                 XHAL_OP_PAGED_ATTENTION, {0, true, generic_supports});
+  register_half_kernels<PagedDecode>(host, XHAL_GPU_BACKEND ".paged_decode_split_kv",
+                                     XHAL_OP_PAGED_ATTENTION, {10, false, decode_supports});
 }
 
 }  // namespace xhal::gpu

@@ -1,6 +1,7 @@
-// rms_norm and fused_add_rms_norm on the GPU: one block per row (blocks loop over rows). The row
-// stays in registers between the reduction and the scaling, so x is read once; 16-byte vectors
-// when rows are aligned, scalars otherwise. Rows too long for registers take a second pass.
+// rms_norm and fused_add_rms_norm on the GPU: a grid sized to fill the GPU once, each block
+// looping over rows with the weight held in registers (read once per block, not once per row).
+// The row stays in registers between the reduction and the scaling, so x is read once; 16-byte
+// vectors when rows are aligned, scalars otherwise. Rows too long for registers take a second pass.
 #include "launch.cuh"
 
 namespace xhal::gpu {
@@ -15,6 +16,20 @@ __global__ void rms_norm_kernel(const typename E::T* __restrict__ x, RowLayout x
   __shared__ float scratch[1024 / kWarpSize];
   const int64_t cols = xl.cols, vecs = cols / VEC;
   constexpr int kSlots = VPT > 0 ? VPT : 1;
+  float w_held[kSlots][VEC];
+  if constexpr (VPT > 0) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int64_t c = int64_t(i) * blockDim.x + threadIdx.x;
+      if (c >= vecs) continue;
+      if constexpr (VEC > 1) {
+        auto vw = Vec<E>::load_from(weight + c * VEC);
+        for (int k = 0; k < VEC; ++k) w_held[i][k] = E::load(vw.v[k]);
+      } else {
+        w_held[i][0] = E::load(weight[c]);
+      }
+    }
+  }
   for (int64_t row = blockIdx.x; row < xl.rows; row += gridDim.x) {
     const T* xr = x + xl.offset(row);
     T* rr = residual ? residual + rl.offset(row) : nullptr;
@@ -62,29 +77,28 @@ __global__ void rms_norm_kernel(const typename E::T* __restrict__ x, RowLayout x
     }
     const float inv_rms = rsqrtf(block_sum(sumsq, scratch) / float(cols) + eps);
     T* orow = out + ol.offset(row);
-    auto write = [&](int64_t c, const float* v) {
+    auto write = [&](int64_t c, const float* v, const float* w) {
       if constexpr (VEC > 1) {
-        auto vw = Vec<E>::load_from(weight + c * VEC);
         Vec<E> o;
-        for (int k = 0; k < VEC; ++k) o.v[k] = E::store(v[k] * inv_rms * E::load(vw.v[k]));
+        for (int k = 0; k < VEC; ++k) o.v[k] = E::store(v[k] * inv_rms * w[k]);
         o.store_to(orow + c * VEC);
       } else {
-        orow[c] = E::store(v[0] * inv_rms * E::load(weight[c]));
+        orow[c] = E::store(v[0] * inv_rms * w[0]);
       }
     };
     if constexpr (VPT > 0) {
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int64_t c = int64_t(i) * blockDim.x + threadIdx.x;
-        if (c < vecs) write(c, held[i]);
+        if (c < vecs) write(c, held[i], w_held[i]);
       }
     } else {
       // Second pass: the row (residual already updated) is read again, mostly from L2.
       const T* src = rr != nullptr ? rr : xr;
       for (int64_t c = threadIdx.x; c < vecs; c += blockDim.x) {
-        float v[VEC];
-        for (int k = 0; k < VEC; ++k) v[k] = E::load(src[c * VEC + k]);
-        write(c, v);
+        float v[VEC], w[VEC];
+        for (int k = 0; k < VEC; ++k) v[k] = E::load(src[c * VEC + k]), w[k] = E::load(weight[c * VEC + k]);
+        write(c, v, w);
       }
     }
   }
@@ -101,7 +115,9 @@ void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
   // About 4 vectors per thread keeps several loads in flight; at most 1024 threads.
   int threads = int(std::min<int64_t>(1024, std::max<int64_t>(32, ((vecs + 3) / 4 + 31) / 32 * 32)));
   const int64_t per_thread = (vecs + threads - 1) / threads;
-  const unsigned grid = grid_for(xl.rows, 1, int64_t(1) << 20);
+  // One wave of blocks: each loops over rows, reusing its registers' copy of the weight.
+  const unsigned grid =
+      grid_for(xl.rows, 1, int64_t(multiprocessor_count(c->device_index)) * (2048 / threads));
   auto go = [&](auto kernel) {
     kernel<<<grid, threads, 0, stream>>>(
         static_cast<const T*>(x->data), xl, static_cast<const T*>(c->t[XHAL_SLOT_WEIGHT]->data),
