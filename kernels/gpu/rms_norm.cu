@@ -1,5 +1,5 @@
 // rms_norm and fused_add_rms_norm on the GPU: a grid sized to fill the GPU once, each block
-// looping over rows with the weight held in registers (read once per block, not once per row).
+// looping over rows (the weight stays in L1 across a block's rows).
 // The row stays in registers between the reduction and the scaling, so x is read once; 16-byte
 // vectors when rows are aligned, scalars otherwise. Rows too long for registers take a second pass.
 #include "launch.cuh"
@@ -7,98 +7,82 @@
 namespace xhal::gpu {
 namespace {
 
-// VPT: vectors held per thread; 0 = the row does not fit, read it twice.
+// Loads VEC elements at p as one 16-byte vector (VEC > 1) or one scalar.
+template <class E, int VEC>
+struct Chunk {
+  Vec<E> v;  // VEC == 1 uses v.v[0] only
+  __device__ void load(const typename E::T* p) {
+    if constexpr (VEC > 1) v = Vec<E>::load_from(p);
+    else v.v[0] = *p;
+  }
+  __device__ void store(typename E::T* p) const {
+    if constexpr (VEC > 1) v.store_to(p);
+    else *p = v.v[0];
+  }
+  __device__ float get(int k) const { return E::load(v.v[k]); }
+};
+
+// VPT: chunks held per thread; 0 = the row does not fit, read it twice. Rows are held in their
+// 16-bit form (half the registers of f32) and converted where used, so that 64 registers suffice
+// and 1024-thread blocks or several smaller ones fit on a multiprocessor.
 template <class E, int VEC, int VPT>
-__global__ void rms_norm_kernel(const typename E::T* __restrict__ x, RowLayout xl,
+__global__ void __launch_bounds__(1024) rms_norm_kernel(const typename E::T* __restrict__ x, RowLayout xl,
                                 const typename E::T* __restrict__ weight, typename E::T* out,
                                 RowLayout ol, typename E::T* residual, RowLayout rl, float eps) {
   using T = typename E::T;
   __shared__ float scratch[1024 / kWarpSize];
   const int64_t cols = xl.cols, vecs = cols / VEC;
   constexpr int kSlots = VPT > 0 ? VPT : 1;
-  float w_held[kSlots][VEC];
-  if constexpr (VPT > 0) {
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int64_t c = int64_t(i) * blockDim.x + threadIdx.x;
-      if (c >= vecs) continue;
-      if constexpr (VEC > 1) {
-        auto vw = Vec<E>::load_from(weight + c * VEC);
-        for (int k = 0; k < VEC; ++k) w_held[i][k] = E::load(vw.v[k]);
-      } else {
-        w_held[i][0] = E::load(weight[c]);
-      }
-    }
-  }
   for (int64_t row = blockIdx.x; row < xl.rows; row += gridDim.x) {
     const T* xr = x + xl.offset(row);
     T* rr = residual ? residual + rl.offset(row) : nullptr;
-    float held[kSlots][VEC];
+    Chunk<E, VEC> held[kSlots];
     float sumsq = 0.0f;
-    // Loads x (+ residual, stored back rounded) for vector index c into v.
-    auto load = [&](int64_t c, float* v) {
-      T in[VEC];
-      if constexpr (VEC > 1) {
-        auto vx = Vec<E>::load_from(xr + c * VEC);
-        for (int k = 0; k < VEC; ++k) in[k] = vx.v[k];
-      } else {
-        in[0] = xr[c];
-      }
-      for (int k = 0; k < VEC; ++k) v[k] = E::load(in[k]);
+    // Loads chunk c of x (+ residual, stored back rounded: the norm sees the stored value).
+    auto load = [&](int64_t c, Chunk<E, VEC>& h) {
+      h.load(xr + c * VEC);
       if (rr != nullptr) {
-        T sum[VEC];
-        if constexpr (VEC > 1) {
-          auto vr = Vec<E>::load_from(rr + c * VEC);
-          for (int k = 0; k < VEC; ++k) sum[k] = E::store(v[k] + E::load(vr.v[k]));
-          Vec<E> o;
-          for (int k = 0; k < VEC; ++k) o.v[k] = sum[k];
-          o.store_to(rr + c * VEC);
-        } else {
-          sum[0] = E::store(v[0] + E::load(rr[c]));
-          rr[c] = sum[0];
-        }
-        for (int k = 0; k < VEC; ++k) v[k] = E::load(sum[k]);  // the norm sees the stored value
+        Chunk<E, VEC> r;
+        r.load(rr + c * VEC);
+        for (int k = 0; k < VEC; ++k) h.v.v[k] = E::store(h.get(k) + r.get(k));
+        h.store(rr + c * VEC);
       }
+      for (int k = 0; k < VEC; ++k) sumsq += h.get(k) * h.get(k);
+    };
+    if constexpr (VPT > 0) {
+#pragma unroll
+      for (int i = 0; i < VPT; ++i) {
+        const int64_t c = int64_t(i) * blockDim.x + threadIdx.x;
+        if (c < vecs) load(c, held[i]);
+      }
+    } else {
+      for (int64_t c = threadIdx.x; c < vecs; c += blockDim.x) load(c, held[0]);
+    }
+    const float inv_rms = rsqrtf(block_sum(sumsq, scratch) / float(cols) + eps);
+    T* orow = out + ol.offset(row);
+    auto write = [&](int64_t c, const Chunk<E, VEC>& h, const Chunk<E, VEC>& w) {
+      Chunk<E, VEC> o;
+      for (int k = 0; k < VEC; ++k) o.v.v[k] = E::store(h.get(k) * inv_rms * w.get(k));
+      o.store(orow + c * VEC);
     };
     if constexpr (VPT > 0) {
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int64_t c = int64_t(i) * blockDim.x + threadIdx.x;
         if (c < vecs) {
-          load(c, held[i]);
-          for (int k = 0; k < VEC; ++k) sumsq += held[i][k] * held[i][k];
+          Chunk<E, VEC> w;  // the block's rows share it: an L1 hit after the first row
+          w.load(weight + c * VEC);
+          write(c, held[i], w);
         }
-      }
-    } else {
-      for (int64_t c = threadIdx.x; c < vecs; c += blockDim.x) {
-        load(c, held[0]);
-        for (int k = 0; k < VEC; ++k) sumsq += held[0][k] * held[0][k];
-      }
-    }
-    const float inv_rms = rsqrtf(block_sum(sumsq, scratch) / float(cols) + eps);
-    T* orow = out + ol.offset(row);
-    auto write = [&](int64_t c, const float* v, const float* w) {
-      if constexpr (VEC > 1) {
-        Vec<E> o;
-        for (int k = 0; k < VEC; ++k) o.v[k] = E::store(v[k] * inv_rms * w[k]);
-        o.store_to(orow + c * VEC);
-      } else {
-        orow[c] = E::store(v[0] * inv_rms * w[0]);
-      }
-    };
-    if constexpr (VPT > 0) {
-#pragma unroll
-      for (int i = 0; i < VPT; ++i) {
-        const int64_t c = int64_t(i) * blockDim.x + threadIdx.x;
-        if (c < vecs) write(c, held[i], w_held[i]);
       }
     } else {
       // Second pass: the row (residual already updated) is read again, mostly from L2.
       const T* src = rr != nullptr ? rr : xr;
       for (int64_t c = threadIdx.x; c < vecs; c += blockDim.x) {
-        float v[VEC], w[VEC];
-        for (int k = 0; k < VEC; ++k) v[k] = E::load(src[c * VEC + k]), w[k] = E::load(weight[c * VEC + k]);
-        write(c, v, w);
+        Chunk<E, VEC> h, w;
+        h.load(src + c * VEC);
+        w.load(weight + c * VEC);
+        write(c, h, w);
       }
     }
   }
