@@ -1,5 +1,7 @@
 // Tensor-core flash attention for f16/bf16 on NVIDIA (mma.sync, sm_80+), FlashAttention-2 style.
-// A block of 4 warps owns 64 query rows of one (sequence, head), 16 rows per warp, and streams
+// A block of 4 warps owns 64 * R query rows of one (sequence, head), 16 * R rows per warp (each
+// K/V fragment loaded from shared memory feeds R row tiles, and each K/V tile loaded from memory
+// serves 64 * R rows), and streams
 // K/V tiles of kBlockN keys through shared memory (cp.async; V of tile t loads while Q K^T runs,
 // K of tile t+1 while P V runs). Scores, the online softmax (exp2, log2(e) folded into the scale)
 // and the output accumulator stay in registers; P is fed to the second mma straight from the
@@ -15,12 +17,13 @@
 
 namespace xhal::gpu {
 
-template <int D_, int BlockN_>
+template <int D_, int BlockN_, int RowTiles_>
 struct FlashTile {
-  static constexpr int D = D_, kBlockM = 64, kBlockN = BlockN_, kThreads = 128;
+  static constexpr int D = D_, kBlockN = BlockN_, kRowTiles = RowTiles_, kThreads = 128;
+  static constexpr int kBlockM = 64 * kRowTiles;
   static constexpr int kStride = D + 8;  // shared row, in elements
   static constexpr int kKSteps = D / 16, kSTiles = kBlockN / 8, kOTiles = D / 8;
-  static constexpr bool kQInRegisters = D <= 128;
+  static constexpr bool kQInRegisters = kRowTiles == 1 && D <= 128;
   static constexpr size_t kSharedBytes = size_t(kBlockM + 2 * kBlockN) * kStride * 2;
   static_assert(D % 16 == 0 && kBlockN % 16 == 0, "tile sizes are multiples of the mma shape");
 };
@@ -53,14 +56,14 @@ __global__ void __launch_bounds__(Tile::kThreads)
   T* sK = sQ + kBlockM * kStride;
   T* sV = sK + kBlockN * kStride;
 
-  const int64_t b = blockIdx.z, h = blockIdx.y;
+  const int64_t b = blockIdx.z, head = blockIdx.y;
   const int64_t m_tile = m_tiles - 1 - blockIdx.x;  // the longest (causal) tiles start first
   int64_t q0, Sq, k0, Sk;
   seqs.span(b, &q0, &Sq, &k0, &Sk);
   const int64_t i0 = m_tile * kBlockM;
   if (i0 >= Sq) return;
-  const int64_t hk = h / a.group;
-  const T* qb = q + b * a.q[0] + q0 * a.q[1] + h * a.q[2];
+  const int64_t hk = head / a.group;
+  const T* qb = q + b * a.q[0] + q0 * a.q[1] + head * a.q[2];
   const T* kb = k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2];
   const T* vb = v + b * a.v[0] + k0 * a.v[1] + hk * a.v[2];
 
@@ -71,11 +74,16 @@ __global__ void __launch_bounds__(Tile::kThreads)
   const int64_t kv_begin = lo_first / kBlockN * kBlockN, kv_end = hi_last;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, tig = lane % 4;
-  int64_t row_lo[2], row_hi[2];
-  for (int r = 0; r < 2; ++r) {
-    const int64_t i = i0 + warp * 16 + group + r * 8;
-    if (i < Sq) mask.visible(i, Sq, Sk, &row_lo[r], &row_hi[r]);
-    else row_lo[r] = row_hi[r] = 0;
+  constexpr int R = Tile::kRowTiles;
+  // Row tile r of this warp is tile r * 4 + warp of the block: rows i0 + (r * 4 + warp) * 16 + ...
+  int64_t row_lo[R][2], row_hi[R][2];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    for (int h = 0; h < 2; ++h) {
+      const int64_t i = i0 + (r * 4 + warp) * 16 + group + h * 8;
+      if (i < Sq) mask.visible(i, Sq, Sk, &row_lo[r][h], &row_hi[r][h]);
+      else row_lo[r][h] = row_hi[r][h] = 0;
+    }
   }
 
   load_tile<T, kBlockM, D, kStride, kThreads>(sQ, qb, a.q[1], i0, Sq);
@@ -88,6 +96,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
   const T* q_row = sQ + (warp * 16 + lane % 8 + (lane / 8 % 2) * 8) * kStride + (lane / 16) * 8;
   const T* k_row = sK + (lane % 8 + (lane / 16) * 8) * kStride + (lane / 8 % 2) * 8;
   const T* v_row = sV + (lane % 8 + (lane / 8 % 2) * 8) * kStride + (lane / 16) * 8;
+  constexpr int kRowTileStride = 64 * kStride;  // from row tile r to r + 1 of this warp
 
   uint32_t qf[Tile::kQInRegisters ? Tile::kKSteps : 1][4];
   if constexpr (Tile::kQInRegisters) {
@@ -95,10 +104,14 @@ __global__ void __launch_bounds__(Tile::kThreads)
     for (int kk = 0; kk < Tile::kKSteps; ++kk) sm80::ldmatrix_x4(qf[kk], q_row + kk * 16);
   }
 
-  float o[Tile::kOTiles][4];
+  float o[R][Tile::kOTiles][4];
 #pragma unroll
-  for (int t = 0; t < Tile::kOTiles; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < Tile::kOTiles; ++t) o[r][t][0] = o[r][t][1] = o[r][t][2] = o[r][t][3] = 0.0f;
+  float row_max[R][2], row_sum[R][2];
+#pragma unroll
+  for (int r = 0; r < R; ++r) row_max[r][0] = row_max[r][1] = -INFINITY, row_sum[r][0] = row_sum[r][1] = 0.0f;
   constexpr float kLog2e = 1.4426950408889634f;
   const float scale_log2 = mask.scale * kLog2e;
 
@@ -110,57 +123,73 @@ __global__ void __launch_bounds__(Tile::kThreads)
     load_tile<T, kBlockN, D, kStride, kThreads>(sV, vb, a.v[1], j0, Sk);
     sm80::cp_async_commit();
 
-    float s[Tile::kSTiles][4];
+    float s[R][Tile::kSTiles][4];
 #pragma unroll
-    for (int t = 0; t < Tile::kSTiles; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < Tile::kSTiles; ++t) s[r][t][0] = s[r][t][1] = s[r][t][2] = s[r][t][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < Tile::kKSteps; ++kk) {
-      uint32_t af[4];
-      if constexpr (Tile::kQInRegisters) {
-        af[0] = qf[kk][0], af[1] = qf[kk][1], af[2] = qf[kk][2], af[3] = qf[kk][3];
-      } else {
-        sm80::ldmatrix_x4(af, q_row + kk * 16);
+      uint32_t af[R][4];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if constexpr (Tile::kQInRegisters) {
+          af[r][0] = qf[kk][0], af[r][1] = qf[kk][1], af[r][2] = qf[kk][2], af[r][3] = qf[kk][3];
+        } else {
+          sm80::ldmatrix_x4(af[r], q_row + r * kRowTileStride + kk * 16);
+        }
       }
 #pragma unroll
       for (int p = 0; p < Tile::kSTiles / 2; ++p) {
         uint32_t bf[4];
         sm80::ldmatrix_x4(bf, k_row + p * 16 * kStride + kk * 16);
-        sm80::mma_16816<E>(s[2 * p], af, bf[0], bf[1]);
-        sm80::mma_16816<E>(s[2 * p + 1], af, bf[2], bf[3]);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          sm80::mma_16816<E>(s[r][2 * p], af[r], bf[0], bf[1]);
+          sm80::mma_16816<E>(s[r][2 * p + 1], af[r], bf[2], bf[3]);
+        }
       }
     }
 
-    // Scores in log2 units, masked; then the online softmax of this thread's two rows.
-    float tile_max[2] = {-INFINITY, -INFINITY};
+    // Scores in log2 units, masked where the tile crosses a row's visible range; then the online
+    // softmax of this thread's rows.
 #pragma unroll
-    for (int t = 0; t < Tile::kSTiles; ++t) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int r = c / 2;
-        const int64_t j = j0 + t * 8 + tig * 2 + (c & 1);
-        float x = mask.softcap > 0.0f ? mask.softcap * tanhf(s[t][c] * mask.scale / mask.softcap) * kLog2e
-                                      : s[t][c] * scale_log2;
-        if (j < row_lo[r] || j >= row_hi[r]) x = -INFINITY;
-        s[t][c] = x;
-        tile_max[r] = fmaxf(tile_max[r], x);
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      const float m_new = fmaxf(row_max[r], tile_max[r]);
-      const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing visible yet
-      const float correction = exp2f(row_max[r] - base);
-      row_max[r] = m_new;
-      row_sum[r] *= correction;
-#pragma unroll
-      for (int t = 0; t < Tile::kOTiles; ++t) o[t][2 * r] *= correction, o[t][2 * r + 1] *= correction;
+    for (int r = 0; r < R; ++r) {
+      float tile_max[2] = {-INFINITY, -INFINITY};
+      const bool inside = j0 >= row_lo[r][0] && j0 >= row_lo[r][1] && j0 + kBlockN <= row_hi[r][0] &&
+                          j0 + kBlockN <= row_hi[r][1];
 #pragma unroll
       for (int t = 0; t < Tile::kSTiles; ++t) {
-        s[t][2 * r] = exp2f(s[t][2 * r] - base);
-        s[t][2 * r + 1] = exp2f(s[t][2 * r + 1] - base);
-        row_sum[r] += s[t][2 * r] + s[t][2 * r + 1];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int h = c / 2;
+          float x = mask.softcap > 0.0f ? mask.softcap * tanhf(s[r][t][c] * mask.scale / mask.softcap) * kLog2e
+                                        : s[r][t][c] * scale_log2;
+          if (!inside) {
+            const int64_t j = j0 + t * 8 + tig * 2 + (c & 1);
+            if (j < row_lo[r][h] || j >= row_hi[r][h]) x = -INFINITY;
+          }
+          s[r][t][c] = x;
+          tile_max[h] = fmaxf(tile_max[h], x);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
+        const float m_new = fmaxf(row_max[r][h], tile_max[h]);
+        const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing visible yet
+        const float correction = exp2f(row_max[r][h] - base);
+        row_max[r][h] = m_new;
+        row_sum[r][h] *= correction;
+#pragma unroll
+        for (int t = 0; t < Tile::kOTiles; ++t) o[r][t][2 * h] *= correction, o[r][t][2 * h + 1] *= correction;
+#pragma unroll
+        for (int t = 0; t < Tile::kSTiles; ++t) {
+          s[r][t][2 * h] = exp2f(s[r][t][2 * h] - base);
+          s[r][t][2 * h + 1] = exp2f(s[r][t][2 * h + 1] - base);
+          row_sum[r][h] += s[r][t][2 * h] + s[r][t][2 * h + 1];
+        }
       }
     }
 
@@ -173,38 +202,48 @@ __global__ void __launch_bounds__(Tile::kThreads)
 
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const uint32_t pa[4] = {sm80::pack2<E>(s[2 * kk][0], s[2 * kk][1]),
-                              sm80::pack2<E>(s[2 * kk][2], s[2 * kk][3]),
-                              sm80::pack2<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              sm80::pack2<E>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      uint32_t pa[R][4];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        pa[r][0] = sm80::pack2<E>(s[r][2 * kk][0], s[r][2 * kk][1]);
+        pa[r][1] = sm80::pack2<E>(s[r][2 * kk][2], s[r][2 * kk][3]);
+        pa[r][2] = sm80::pack2<E>(s[r][2 * kk + 1][0], s[r][2 * kk + 1][1]);
+        pa[r][3] = sm80::pack2<E>(s[r][2 * kk + 1][2], s[r][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int p = 0; p < Tile::kOTiles / 2; ++p) {
         uint32_t bf[4];
         sm80::ldmatrix_x4_trans(bf, v_row + kk * 16 * kStride + p * 16);
-        sm80::mma_16816<E>(o[2 * p], pa, bf[0], bf[1]);
-        sm80::mma_16816<E>(o[2 * p + 1], pa, bf[2], bf[3]);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          sm80::mma_16816<E>(o[r][2 * p], pa[r], bf[0], bf[1]);
+          sm80::mma_16816<E>(o[r][2 * p + 1], pa[r], bf[2], bf[3]);
+        }
       }
     }
   }
 
   constexpr float kLn2 = 0.6931471805599453f;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float sum = row_sum[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int64_t i = i0 + warp * 16 + group + r * 8;
-    if (i >= Sq) continue;
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // no visible key: 0 and lse = -inf
-    T* orow = out + b * a.o[0] + (q0 + i) * a.o[1] + h * a.o[2];
+  for (int r = 0; r < R; ++r) {
 #pragma unroll
-    for (int t = 0; t < Tile::kOTiles; ++t) {
-      *reinterpret_cast<uint32_t*>(orow + t * 8 + tig * 2) =
-          sm80::pack2<E>(o[t][2 * r] * inv, o[t][2 * r + 1] * inv);
-    }
-    if (lse != nullptr && tig == 0) {
-      lse[b * a.lse[0] + h * a.lse[1] + (q0 + i) * a.lse[2]] =
-          sum > 0.0f ? row_max[r] * kLn2 + logf(sum) : -INFINITY;
+    for (int h = 0; h < 2; ++h) {
+      float sum = row_sum[r][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int64_t i = i0 + (r * 4 + warp) * 16 + group + h * 8;
+      if (i >= Sq) continue;
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // no visible key: 0 and lse = -inf
+      T* orow = out + b * a.o[0] + (q0 + i) * a.o[1] + head * a.o[2];
+#pragma unroll
+      for (int t = 0; t < Tile::kOTiles; ++t) {
+        *reinterpret_cast<uint32_t*>(orow + t * 8 + tig * 2) =
+            sm80::pack2<E>(o[r][t][2 * h] * inv, o[r][t][2 * h + 1] * inv);
+      }
+      if (lse != nullptr && tig == 0) {
+        lse[b * a.lse[0] + head * a.lse[1] + (q0 + i) * a.lse[2]] =
+            sum > 0.0f ? row_max[r][h] * kLn2 + logf(sum) : -INFINITY;
+      }
     }
   }
 }

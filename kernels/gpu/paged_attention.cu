@@ -1,9 +1,11 @@
-// paged_attention on the GPU: the split-KV decode kernel (paged_decode.cuh) for f16/bf16 with
-// aligned caches, the generic kernel (one warp per (sequence, query head), keys gathered through
+// paged_attention on the GPU: the split-KV decode kernels for f16/bf16 with aligned caches (on
+// tensor cores when a kv head serves at most 16 query heads and D == Dv is one of the flash head
+// dims, paged_decode_mma.cuh; else paged_decode.cuh), the generic kernel (one warp per (sequence, query head), keys gathered through
 // the block table) for everything else. A block index outside the cache makes its keys unreadable
 // (skipped) rather than read out of bounds; seq_lens are clamped to the table (docs/ops.md).
 #include "attention_generic.cuh"
 #include "paged_decode.cuh"
+#include "paged_decode_mma.cuh"
 
 namespace xhal::gpu {
 namespace {
@@ -104,8 +106,41 @@ const char* decode_supports(const xhal_op_call* c) {
   return nullptr;
 }
 
+// Decode kernels need more than the default 48 KiB of shared memory: allow up to 200 KiB, once.
+inline void raise_shared_limit(const void* kernel) {
+  gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+}
+
 template <class E>
 struct PagedDecode {
+#if !defined(__HIPCC__)
+  template <int D>
+  static void launch_mma_dim(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
+    static const bool raised =
+        (raise_shared_limit(reinterpret_cast<const void*>(paged_decode_mma_kernel<E, D, D>)), true);
+    (void)raised;
+    paged_decode_mma_kernel<E, D, D>
+        <<<grid, kDecodeThreads, paged_decode_mma_shared_bytes(D, D), stream>>>(a);
+  }
+#endif
+  // The tensor-core kernel when it applies; false when the SIMT kernel must run.
+  static bool launch_mma(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
+#if !defined(__HIPCC__)
+    if (a.group > kMmaDecodeMaxGroup || a.D != a.Dv) return false;
+    switch (a.D) {
+      case 64: launch_mma_dim<64>(a, grid, stream); return true;
+      case 80: launch_mma_dim<80>(a, grid, stream); return true;
+      case 96: launch_mma_dim<96>(a, grid, stream); return true;
+      case 128: launch_mma_dim<128>(a, grid, stream); return true;
+      case 256: launch_mma_dim<256>(a, grid, stream); return true;
+      default: return false;
+    }
+#else
+    (void)a, (void)grid, (void)stream;
+    return false;
+#endif
+  }
+
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     const DLTensor *q = c->t[XHAL_SLOT_Q], *kc = c->t[XHAL_SLOT_K], *vc = c->t[XHAL_SLOT_V];
     const DLTensor *out = c->t[XHAL_SLOT_OUT], *table = c->t[XHAL_SLOT_BLOCK_TABLE];
@@ -143,16 +178,13 @@ struct PagedDecode {
       a.part_out = static_cast<float*>(scratch);
       a.part_lse = a.part_out + B * Hq * a.splits * a.Dv;
     }
-    const size_t shared = paged_decode_shared_bytes(a.group, a.D, a.Dv, sizeof(typename E::T));
-    static const bool raised = [] {  // the largest supported configuration, set once
-      gpuFuncSetAttribute(reinterpret_cast<const void*>(paged_decode_kernel<E>),
-                          gpuFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
-      return true;
-    }();
-    (void)raised;
     auto stream = static_cast<gpuStream_t>(c->stream);
-    paged_decode_kernel<E><<<dim3(unsigned(a.splits), unsigned(Hkv), unsigned(B)), kDecodeThreads,
-                             shared, stream>>>(a);
+    const dim3 grid(unsigned(a.splits), unsigned(Hkv), unsigned(B));
+    if (!launch_mma(a, grid, stream)) {
+      const size_t shared = paged_decode_shared_bytes(a.group, a.D, a.Dv, sizeof(typename E::T));
+      raise_shared_limit(reinterpret_cast<const void*>(paged_decode_kernel<E>));
+      paged_decode_kernel<E><<<grid, kDecodeThreads, shared, stream>>>(a);
+    }
     if (a.splits > 1) paged_decode_merge_kernel<E><<<unsigned(B * Hq), 128, 0, stream>>>(a);
     const xhal_status status = launch_status(msg, len, "paged decode");
     if (scratch != nullptr) c->host->scratch_free(c->host->ctx, c->device_index, scratch);

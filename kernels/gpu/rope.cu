@@ -1,7 +1,6 @@
-// rope on the GPU, in place on q and k: blocks loop over tokens; the threads of a block cover every
-// (head, pair) of q and then of k, so the token's cos/sin row is read from L1. With aligned rows
-// each thread rotates 8 elements per 16-byte access (neox: 8 pairs across the two halves; gptj:
-// 4 adjacent pairs), else one pair with scalar accesses. Positions outside
+// rope on the GPU, in place on q and k. With aligned rows each thread rotates 8 elements per
+// 16-byte access (neox: 8 pairs across the two halves; gptj: 4 adjacent pairs) in a flat loop over
+// all (token, head, chunk); otherwise one pair per thread with scalar accesses. Positions outside
 // the cache leave their token unrotated (checked without a host round trip; see docs/ops.md).
 #include "launch.cuh"
 
@@ -22,41 +21,6 @@ __device__ void rotate_heads(typename E::T* x, int64_t heads, int64_t head_strid
   }
 }
 
-// Vector path: work item w is (head, 16-byte chunk) of the rotary part.
-template <class E>
-__device__ void rotate_heads_vec(typename E::T* x, int64_t heads, int64_t head_stride, int64_t half,
-                                 bool neox, const float* cs) {
-  const int64_t chunks = neox ? half / 8 : 2 * half / 8;
-  for (int64_t w = threadIdx.x; w < heads * chunks; w += blockDim.x) {
-    const int64_t h = w / chunks, ch = w % chunks;
-    typename E::T* p = x + h * head_stride;
-    if (neox) {
-      auto a = Vec<E>::load_from(p + ch * 8), b = Vec<E>::load_from(p + half + ch * 8);
-      Vec<E> ra, rb;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const float c = cs[ch * 8 + e], s = cs[half + ch * 8 + e];
-        const float fa = E::load(a.v[e]), fb = E::load(b.v[e]);
-        ra.v[e] = E::store(fa * c - fb * s);
-        rb.v[e] = E::store(fb * c + fa * s);
-      }
-      ra.store_to(p + ch * 8);
-      rb.store_to(p + half + ch * 8);
-    } else {
-      auto a = Vec<E>::load_from(p + ch * 8);
-      Vec<E> r;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float c = cs[ch * 4 + e], s = cs[half + ch * 4 + e];
-        const float fa = E::load(a.v[2 * e]), fb = E::load(a.v[2 * e + 1]);
-        r.v[2 * e] = E::store(fa * c - fb * s);
-        r.v[2 * e + 1] = E::store(fb * c + fa * s);
-      }
-      r.store_to(p + ch * 8);
-    }
-  }
-}
-
 struct RopeArgs {
   int64_t tokens, q_heads, k_heads;
   int64_t q_token_stride, q_head_stride, k_token_stride, k_head_stride;
@@ -64,7 +28,58 @@ struct RopeArgs {
   bool neox, pos64;
 };
 
-template <class E, bool kVec>
+// Rotates the 8 elements of one 16-byte access: neox pairs element e of the chunk at p with the
+// same element of the other half (8 pairs), gptj pairs adjacent elements (4 pairs).
+template <class E>
+__device__ void rotate_chunk(typename E::T* p, int64_t i0, int64_t half, bool neox, const float* cs) {
+  if (neox) {
+    auto a = Vec<E>::load_from(p), b = Vec<E>::load_from(p + half);
+    Vec<E> ra, rb;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float c = cs[i0 + e], s = cs[half + i0 + e];
+      const float fa = E::load(a.v[e]), fb = E::load(b.v[e]);
+      ra.v[e] = E::store(fa * c - fb * s);
+      rb.v[e] = E::store(fb * c + fa * s);
+    }
+    ra.store_to(p);
+    rb.store_to(p + half);
+  } else {
+    auto a = Vec<E>::load_from(p);
+    Vec<E> r;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float c = cs[i0 + e], s = cs[half + i0 + e];
+      const float fa = E::load(a.v[2 * e]), fb = E::load(a.v[2 * e + 1]);
+      r.v[2 * e] = E::store(fa * c - fb * s);
+      r.v[2 * e + 1] = E::store(fb * c + fa * s);
+    }
+    r.store_to(p);
+  }
+}
+
+// Vector path: a flat grid-stride loop over (token, head of q then k, 16-byte chunk), so every
+// thread of every block has work whatever the head counts.
+template <class E>
+__global__ void rope_vec_kernel(typename E::T* q, typename E::T* k, const void* positions,
+                                const float* cache, RopeArgs a) {
+  const int64_t chunks = a.neox ? a.half / 8 : 2 * a.half / 8;
+  const int64_t per_token = (a.q_heads + a.k_heads) * chunks;
+  for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < a.tokens * per_token;
+       w += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = w / per_token, rem = w % per_token, h = rem / chunks, ch = rem % chunks;
+    const int64_t p = a.pos64 ? static_cast<const int64_t*>(positions)[t * a.pos_stride]
+                              : static_cast<const int32_t*>(positions)[t * a.pos_stride];
+    if (p < 0 || p >= a.max_pos) continue;
+    typename E::T* base = h < a.q_heads ? q + t * a.q_token_stride + h * a.q_head_stride
+                                        : k + t * a.k_token_stride + (h - a.q_heads) * a.k_head_stride;
+    const int64_t i0 = a.neox ? ch * 8 : ch * 4;  // first pair index of the chunk
+    rotate_chunk<E>(base + ch * 8, i0, a.half, a.neox, cache + p * a.cache_stride);
+  }
+}
+
+// Scalar path: blocks loop over tokens, threads over the (head, pair) of q and then of k.
+template <class E>
 __global__ void rope_kernel(typename E::T* q, typename E::T* k, const void* positions,
                             const float* cache, RopeArgs a) {
   for (int64_t t = blockIdx.x; t < a.tokens; t += gridDim.x) {
@@ -72,13 +87,8 @@ __global__ void rope_kernel(typename E::T* q, typename E::T* k, const void* posi
                               : static_cast<const int32_t*>(positions)[t * a.pos_stride];
     if (p < 0 || p >= a.max_pos) continue;
     const float* cs = cache + p * a.cache_stride;
-    if constexpr (kVec) {
-      rotate_heads_vec<E>(q + t * a.q_token_stride, a.q_heads, a.q_head_stride, a.half, a.neox, cs);
-      rotate_heads_vec<E>(k + t * a.k_token_stride, a.k_heads, a.k_head_stride, a.half, a.neox, cs);
-    } else {
-      rotate_heads<E>(q + t * a.q_token_stride, a.q_heads, a.q_head_stride, a.half, a.neox, cs);
-      rotate_heads<E>(k + t * a.k_token_stride, a.k_heads, a.k_head_stride, a.half, a.neox, cs);
-    }
+    rotate_heads<E>(q + t * a.q_token_stride, a.q_heads, a.q_head_stride, a.half, a.neox, cs);
+    rotate_heads<E>(k + t * a.k_token_stride, a.k_heads, a.k_head_stride, a.half, a.neox, cs);
   }
 }
 
@@ -103,13 +113,17 @@ struct RopeKernel {
       vec = vec && reinterpret_cast<uintptr_t>(t->data) % 16 == 0 && t->strides[0] % 8 == 0 &&
             t->strides[1] % 8 == 0;
     }
-    auto go = [&](auto kernel) {
-      kernel<<<grid_for(a.tokens, 1, int64_t(1) << 20), threads, 0,
-               static_cast<gpuStream_t>(c->stream)>>>(static_cast<T*>(q->data), static_cast<T*>(k->data),
-                                                      pos->data, static_cast<const float*>(cache->data), a);
-    };
-    if (vec) go(rope_kernel<E, true>);
-    else go(rope_kernel<E, false>);
+    auto stream = static_cast<gpuStream_t>(c->stream);
+    auto* qd = static_cast<T*>(q->data);
+    auto* kd = static_cast<T*>(k->data);
+    auto* cd = static_cast<const float*>(cache->data);
+    if (vec) {
+      const int64_t items = a.tokens * (a.q_heads + a.k_heads) * (a.neox ? a.half / 8 : a.half / 4);
+      const int64_t waves = int64_t(multiprocessor_count(c->device_index)) * 8;
+      rope_vec_kernel<E><<<grid_for(items, 256, waves), 256, 0, stream>>>(qd, kd, pos->data, cd, a);
+    } else {
+      rope_kernel<E><<<grid_for(a.tokens, 1, int64_t(1) << 20), threads, 0, stream>>>(qd, kd, pos->data, cd, a);
+    }
     return launch_status(msg, len, "rope");
   }
 };

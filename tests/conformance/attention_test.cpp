@@ -109,6 +109,7 @@ TEST_P(Conformance, PagedAttention) {
                         Case{{64, 65, 3}, 32, 8, 2, 64, {.window_left = 20}},
                         Case{{130}, 64, 4, 4, 256, {.softcap = 8.0f}},
                         Case{{7, 1000}, 16, 32, 8, 80, {.scale = 0.2f}},
+                        Case{{33, 300}, 16, 32, 1, 64, {}},  // 32 query heads per kv head
                         Case{{}, 16, 4, 1, 64, {}}}) {
     SCOPED_TRACE(fmt::format("seq_lens [{}] block {} Hq {} Hkv {} D {}", fmt::join(c.seq_lens, ","),
                              c.block_size, c.Hq, c.Hkv, c.D));
