@@ -2,10 +2,10 @@
 // A block of 4 warps owns 64 * R query rows of one (sequence, head), 16 * R rows per warp (each
 // K/V fragment loaded from shared memory feeds R row tiles, and each K/V tile loaded from memory
 // serves 64 * R rows), and streams
-// K/V tiles of kBlockN keys through shared memory (cp.async; V of tile t loads while Q K^T runs,
-// K of tile t+1 while P V runs). Scores, the online softmax (exp2, log2(e) folded into the scale)
+// K/V tiles of kBlockN keys through shared memory. Scores, the online softmax (exp2, log2(e) folded into the scale)
 // and the output accumulator stay in registers; P is fed to the second mma straight from the
-// accumulators of the first. Only the key tiles some row of the block can see are visited, so a
+// accumulators of the first. K and V tiles are double-buffered: tile t+1 loads (cp.async) while
+// tile t is used. Only the key tiles some row of the block can see are visited, so a
 // causal or windowed call skips the rest. Shared rows are padded by 16 bytes, which keeps
 // ldmatrix and cp.async free of bank conflicts.
 #pragma once
@@ -24,7 +24,7 @@ struct FlashTile {
   static constexpr int kStride = D + 8;  // shared row, in elements
   static constexpr int kKSteps = D / 16, kSTiles = kBlockN / 8, kOTiles = D / 8;
   static constexpr bool kQInRegisters = kRowTiles == 1 && D <= 128;
-  static constexpr size_t kSharedBytes = size_t(kBlockM + 2 * kBlockN) * kStride * 2;
+  static constexpr size_t kSharedBytes = size_t(kBlockM + 4 * kBlockN) * kStride * 2;  // K, V: 2 stages
   static_assert(D % 16 == 0 && kBlockN % 16 == 0, "tile sizes are multiples of the mma shape");
 };
 
@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(Tile::kThreads)
   constexpr int kStride = Tile::kStride, kThreads = Tile::kThreads;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   T* sQ = reinterpret_cast<T*>(shared_raw);
-  T* sK = sQ + kBlockM * kStride;
-  T* sV = sK + kBlockN * kStride;
+  T* sK = sQ + kBlockM * kStride;      // [2][kBlockN][kStride]
+  T* sV = sK + 2 * kBlockN * kStride;  // [2][kBlockN][kStride]
 
   const int64_t b = blockIdx.z, head = blockIdx.y;
   const int64_t m_tile = m_tiles - 1 - blockIdx.x;  // the longest (causal) tiles start first
@@ -87,7 +87,10 @@ __global__ void __launch_bounds__(Tile::kThreads)
   }
 
   load_tile<T, kBlockM, D, kStride, kThreads>(sQ, qb, a.q[1], i0, Sq);
-  if (kv_begin < kv_end) load_tile<T, kBlockN, D, kStride, kThreads>(sK, kb, a.k[1], kv_begin, Sk);
+  if (kv_begin < kv_end) {
+    load_tile<T, kBlockN, D, kStride, kThreads>(sK, kb, a.k[1], kv_begin, Sk);
+    load_tile<T, kBlockN, D, kStride, kThreads>(sV, vb, a.v[1], kv_begin, Sk);
+  }
   sm80::cp_async_commit();
   sm80::cp_async_wait<0>();
   __syncthreads();
@@ -115,13 +118,20 @@ __global__ void __launch_bounds__(Tile::kThreads)
   constexpr float kLog2e = 1.4426950408889634f;
   const float scale_log2 = mask.scale * kLog2e;
 
-  for (int64_t j0 = kv_begin; j0 < kv_end; j0 += kBlockN) {
-    if (j0 != kv_begin) {
-      sm80::cp_async_wait<0>();  // K of this tile has landed
-      __syncthreads();           // and every warp is done with the previous V
+  int stage = 0;
+  for (int64_t j0 = kv_begin; j0 < kv_end; j0 += kBlockN, stage ^= 1) {
+    if (j0 + kBlockN < kv_end) {  // the next tile loads while this one is used
+      const int next = (stage ^ 1) * kBlockN * kStride;
+      load_tile<T, kBlockN, D, kStride, kThreads>(sK + next, kb, a.k[1], j0 + kBlockN, Sk);
+      load_tile<T, kBlockN, D, kStride, kThreads>(sV + next, vb, a.v[1], j0 + kBlockN, Sk);
+      sm80::cp_async_commit();
+      sm80::cp_async_wait<1>();
+    } else {
+      sm80::cp_async_wait<0>();
     }
-    load_tile<T, kBlockN, D, kStride, kThreads>(sV, vb, a.v[1], j0, Sk);
-    sm80::cp_async_commit();
+    __syncthreads();
+    const T* k_stage = k_row + stage * kBlockN * kStride;
+    const T* v_stage = v_row + stage * kBlockN * kStride;
 
     float s[R][Tile::kSTiles][4];
 #pragma unroll
@@ -142,7 +152,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
 #pragma unroll
       for (int p = 0; p < Tile::kSTiles / 2; ++p) {
         uint32_t bf[4];
-        sm80::ldmatrix_x4(bf, k_row + p * 16 * kStride + kk * 16);
+        sm80::ldmatrix_x4(bf, k_stage + p * 16 * kStride + kk * 16);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
           sm80::mma_16816<E>(s[r][2 * p], af[r], bf[0], bf[1]);
@@ -193,12 +203,6 @@ __global__ void __launch_bounds__(Tile::kThreads)
       }
     }
 
-    sm80::cp_async_wait<0>();  // V of this tile has landed
-    __syncthreads();           // and every warp is done with K
-    if (j0 + kBlockN < kv_end) {
-      load_tile<T, kBlockN, D, kStride, kThreads>(sK, kb, a.k[1], j0 + kBlockN, Sk);
-      sm80::cp_async_commit();
-    }
 
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
@@ -213,7 +217,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
 #pragma unroll
       for (int p = 0; p < Tile::kOTiles / 2; ++p) {
         uint32_t bf[4];
-        sm80::ldmatrix_x4_trans(bf, v_row + kk * 16 * kStride + p * 16);
+        sm80::ldmatrix_x4_trans(bf, v_stage + kk * 16 * kStride + p * 16);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
           sm80::mma_16816<E>(o[r][2 * p], pa[r], bf[0], bf[1]);
@@ -221,6 +225,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
         }
       }
     }
+    __syncthreads();  // this stage is reloaded by the next iteration but one
   }
 
   constexpr float kLn2 = 0.6931471805599453f;

@@ -126,7 +126,7 @@ struct PagedDecode {
   // The tensor-core kernel when it applies; false when the SIMT kernel must run.
   static bool launch_mma(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
 #if !defined(__HIPCC__)
-    if (a.group > kMmaDecodeMaxGroup || a.D != a.Dv) return false;
+    if (a.group > kMmaDecodeMaxGroup || a.D != a.Dv || a.block_shift < 0) return false;
     switch (a.D) {
       case 64: launch_mma_dim<64>(a, grid, stream); return true;
       case 80: launch_mma_dim<80>(a, grid, stream); return true;
@@ -158,11 +158,16 @@ struct PagedDecode {
     a.table_row = table->strides[0], a.lens_stride = lens->strides[0];
     a.Hq = Hq, a.group = Hq / Hkv, a.D = q->shape[2], a.Dv = vc->shape[3];
     a.block_size = kc->shape[1], a.num_blocks = kc->shape[0], a.max_blocks = table->shape[1];
+    a.block_shift = -1;
+    for (int shift = 0; shift < 31; ++shift) {
+      if ((int64_t(1) << shift) == a.block_size) a.block_shift = shift;
+    }
     a.mask = Mask::from(c->params);
-    // Split the longest possible context so that about two blocks per multiprocessor run, each
-    // split keeping at least 256 keys.
+    // Split the longest possible context so that at least four blocks per multiprocessor are
+    // launched (several waves keep the tail of the last one short), each split keeping at least
+    // 256 keys.
     const int64_t max_len = a.max_blocks * a.block_size;
-    const int64_t want = (2 * multiprocessor_count(c->device_index) + B * Hkv - 1) / (B * Hkv);
+    const int64_t want = (4 * multiprocessor_count(c->device_index) + B * Hkv - 1) / (B * Hkv);
     const int64_t most = std::max<int64_t>(1, max_len / 256);
     a.splits = std::max<int64_t>(1, std::min(want, most));
     a.keys_per_split = ((max_len + a.splits - 1) / a.splits + kTileKeys - 1) / kTileKeys * kTileKeys;

@@ -35,6 +35,7 @@ struct PagedDecodeArgs {
   int64_t k_block, k_slot, k_head, v_block, v_slot, v_head;
   int64_t table_row, lens_stride;
   int64_t Hq, group, D, Dv, block_size, num_blocks, max_blocks;
+  int block_shift;  // log2(block_size) when it is a power of two, else -1
   int64_t splits, keys_per_split;
   Mask mask;
 };

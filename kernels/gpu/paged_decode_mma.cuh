@@ -53,11 +53,12 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
       const bool is_k = c < kTileKeys * kKChunks;
       const int cc = is_k ? c : c - kTileKeys * kKChunks, chunks = is_k ? kKChunks : kVChunks;
       const int r = cc / chunks, ch = cc % chunks;
+      // Block sizes are powers of two here (decode_supports): shifts, not 64-bit divisions.
       const int64_t j = j0 + r;
-      int64_t block = j < end ? table[j / a.block_size] : -1;
+      int64_t block = j < end ? table[j >> a.block_shift] : -1;
       const bool valid = block >= 0 && block < a.num_blocks;
       if (!valid) block = 0;
-      const int64_t slot = j % a.block_size;
+      const int64_t slot = j & (a.block_size - 1);
       if (is_k) {
         sm80::cp_async_16(sK + (s * kTileKeys + r) * kKStride + ch * 8,
                           kh + block * a.k_block + slot * a.k_slot + ch * 8, valid);
