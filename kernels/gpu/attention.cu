@@ -135,12 +135,12 @@ xhal_status launch_flash(const xhal_op_call* c, bool batched, Sequences seqs, in
   const AttnLayout a = layout_of(c, batched);
   if (seqs.batch * a.Hq * max_rows == 0) return XHAL_OK;
   switch (a.D) {
-    // 128-row blocks (two row tiles per warp) halve the K/V traffic per row; 256 keeps one row
-    // tile to stay within the registers.
+    // 128-row blocks (two row tiles per warp, or eight warps) halve the K/V traffic per row;
+    // 256 keeps 64 rows to stay within the registers.
     case 64: launch_flash_tile<E, FlashTile<64, 64, 2>>(c, a, seqs, max_rows); break;
     case 80: launch_flash_tile<E, FlashTile<80, 64, 2>>(c, a, seqs, max_rows); break;
     case 96: launch_flash_tile<E, FlashTile<96, 32, 2>>(c, a, seqs, max_rows); break;
-    case 128: launch_flash_tile<E, FlashTile<128, 32, 2>>(c, a, seqs, max_rows); break;
+    case 128: launch_flash_tile<E, FlashTile<128, 64, 1, 8>>(c, a, seqs, max_rows); break;
     default: launch_flash_tile<E, FlashTile<256, 32, 1>>(c, a, seqs, max_rows); break;
   }
   return launch_status(msg, len, "flash attention");

@@ -17,13 +17,14 @@
 
 namespace xhal::gpu {
 
-template <int D_, int BlockN_, int RowTiles_>
+template <int D_, int BlockN_, int RowTiles_, int Warps_ = 4, int MinBlocks_ = 1>
 struct FlashTile {
-  static constexpr int D = D_, kBlockN = BlockN_, kRowTiles = RowTiles_, kThreads = 128;
-  static constexpr int kBlockM = 64 * kRowTiles;
+  static constexpr int D = D_, kBlockN = BlockN_, kRowTiles = RowTiles_, kWarps = Warps_;
+  static constexpr int kThreads = 32 * kWarps, kMinBlocks = MinBlocks_;
+  static constexpr int kBlockM = 16 * kWarps * kRowTiles;
   static constexpr int kStride = D + 8;  // shared row, in elements
   static constexpr int kKSteps = D / 16, kSTiles = kBlockN / 8, kOTiles = D / 8;
-  static constexpr bool kQInRegisters = kRowTiles == 1 && D <= 128;
+  static constexpr bool kQInRegisters = kRowTiles == 1 && D <= 128 && kWarps == 4;
   static constexpr size_t kSharedBytes = size_t(kBlockM + 4 * kBlockN) * kStride * 2;  // K, V: 2 stages
   static_assert(D % 16 == 0 && kBlockN % 16 == 0, "tile sizes are multiples of the mma shape");
 };
@@ -43,7 +44,7 @@ __device__ inline void load_tile(T* shared, const T* base, int64_t stride, int64
 }
 
 template <class E, class Tile>
-__global__ void __launch_bounds__(Tile::kThreads)
+__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     flash_attention_kernel(const typename E::T* __restrict__ q, const typename E::T* __restrict__ k,
                            const typename E::T* __restrict__ v, typename E::T* __restrict__ out,
                            float* __restrict__ lse, AttnLayout a, Sequences seqs, Mask mask,
@@ -75,12 +76,13 @@ __global__ void __launch_bounds__(Tile::kThreads)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, tig = lane % 4;
   constexpr int R = Tile::kRowTiles;
-  // Row tile r of this warp is tile r * 4 + warp of the block: rows i0 + (r * 4 + warp) * 16 + ...
+  constexpr int W = Tile::kWarps;
+  // Row tile r of this warp is tile r * W + warp of the block: rows i0 + (r * W + warp) * 16 + ...
   int64_t row_lo[R][2], row_hi[R][2];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     for (int h = 0; h < 2; ++h) {
-      const int64_t i = i0 + (r * 4 + warp) * 16 + group + h * 8;
+      const int64_t i = i0 + (r * W + warp) * 16 + group + h * 8;
       if (i < Sq) mask.visible(i, Sq, Sk, &row_lo[r][h], &row_hi[r][h]);
       else row_lo[r][h] = row_hi[r][h] = 0;
     }
@@ -99,7 +101,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
   const T* q_row = sQ + (warp * 16 + lane % 8 + (lane / 8 % 2) * 8) * kStride + (lane / 16) * 8;
   const T* k_row = sK + (lane % 8 + (lane / 16) * 8) * kStride + (lane / 8 % 2) * 8;
   const T* v_row = sV + (lane % 8 + (lane / 8 % 2) * 8) * kStride + (lane / 16) * 8;
-  constexpr int kRowTileStride = 64 * kStride;  // from row tile r to r + 1 of this warp
+  constexpr int kRowTileStride = 16 * W * kStride;  // from row tile r to r + 1 of this warp
 
   uint32_t qf[Tile::kQInRegisters ? Tile::kKSteps : 1][4];
   if constexpr (Tile::kQInRegisters) {
@@ -189,15 +191,15 @@ __global__ void __launch_bounds__(Tile::kThreads)
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
         const float m_new = fmaxf(row_max[r][h], tile_max[h]);
         const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing visible yet
-        const float correction = exp2f(row_max[r][h] - base);
+        const float correction = sm80::fast_exp2(row_max[r][h] - base);
         row_max[r][h] = m_new;
         row_sum[r][h] *= correction;
 #pragma unroll
         for (int t = 0; t < Tile::kOTiles; ++t) o[r][t][2 * h] *= correction, o[r][t][2 * h + 1] *= correction;
 #pragma unroll
         for (int t = 0; t < Tile::kSTiles; ++t) {
-          s[r][t][2 * h] = exp2f(s[r][t][2 * h] - base);
-          s[r][t][2 * h + 1] = exp2f(s[r][t][2 * h + 1] - base);
+          s[r][t][2 * h] = sm80::fast_exp2(s[r][t][2 * h] - base);
+          s[r][t][2 * h + 1] = sm80::fast_exp2(s[r][t][2 * h + 1] - base);
           row_sum[r][h] += s[r][t][2 * h] + s[r][t][2 * h + 1];
         }
       }
@@ -236,7 +238,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
       float sum = row_sum[r][h];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int64_t i = i0 + (r * 4 + warp) * 16 + group + h * 8;
+      const int64_t i = i0 + (r * W + warp) * 16 + group + h * 8;
       if (i >= Sq) continue;
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // no visible key: 0 and lse = -inf
       T* orow = out + b * a.o[0] + (q0 + i) * a.o[1] + head * a.o[2];

@@ -126,15 +126,15 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
       tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
       const float m_new = fmaxf(row_max[h], tile_max[h]);
       const float base = m_new == -INFINITY ? 0.0f : m_new;
-      const float correction = exp2f(row_max[h] - base);
+      const float correction = sm80::fast_exp2(row_max[h] - base);
       row_max[h] = m_new;
       row_sum[h] *= correction;
 #pragma unroll
       for (int t = 0; t < kOTiles; ++t) o[t][2 * h] *= correction, o[t][2 * h + 1] *= correction;
 #pragma unroll
       for (int t = 0; t < 2; ++t) {
-        s[t][2 * h] = exp2f(s[t][2 * h] - base);
-        s[t][2 * h + 1] = exp2f(s[t][2 * h + 1] - base);
+        s[t][2 * h] = sm80::fast_exp2(s[t][2 * h] - base);
+        s[t][2 * h + 1] = sm80::fast_exp2(s[t][2 * h + 1] - base);
         row_sum[h] += s[t][2 * h] + s[t][2 * h + 1];
       }
     }
@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
     const float base = m == -INFINITY ? 0.0f : m;
     float num = 0.0f, den = 0.0f;
     for (int w = 0; w < 4; ++w) {
-      const float f = exp2f(sM[w * 16 + r] - base);
+      const float f = sm80::fast_exp2(sM[w * 16 + r] - base);
       num += f * sO[(w * 16 + r) * Dv + d];
       den += f * sL[w * 16 + r];
     }

@@ -1,4 +1,5 @@
-// rms_norm and fused_add_rms_norm on the GPU: one block per row (the weight stays in L1).
+// rms_norm and fused_add_rms_norm on the GPU: a grid sized to fill the GPU once, each block
+// looping over rows (the weight stays in L1 across a block's rows).
 // The row stays in registers between the reduction and the scaling, so x is read once; 16-byte
 // vectors when rows are aligned, scalars otherwise. Rows too long for registers take a second pass.
 #include "launch.cuh"
@@ -98,9 +99,9 @@ void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
   // About 4 vectors per thread keeps several loads in flight; at most 1024 threads.
   int threads = int(std::min<int64_t>(1024, std::max<int64_t>(32, ((vecs + 3) / 4 + 31) / 32 * 32)));
   const int64_t per_thread = (vecs + threads - 1) / threads;
-  // A block per row: the scheduler starts a new row as soon as one finishes, so loads of some rows
-  // overlap the reductions of others (a loop over rows inside a block left those phases serial).
-  const unsigned grid = grid_for(xl.rows, 1, int64_t(1) << 30);
+  // One wave of blocks, each looping over rows (measured faster than a block per row at 65536 rows).
+  const unsigned grid =
+      grid_for(xl.rows, 1, int64_t(multiprocessor_count(c->device_index)) * (2048 / threads));
   auto go = [&](auto kernel) {
     kernel<<<grid, threads, 0, stream>>>(
         static_cast<const T*>(x->data), xl, static_cast<const T*>(c->t[XHAL_SLOT_WEIGHT]->data),
