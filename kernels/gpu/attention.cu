@@ -4,6 +4,7 @@
 #include "attention_generic.cuh"
 #include "flash_attention.cuh"
 
+
 namespace xhal::gpu {
 namespace {
 
@@ -98,6 +99,7 @@ inline const char* flash_supports(const xhal_op_call* c) {
   if (D != 64 && D != 80 && D != 96 && D != 128 && D != 256) return "head dim not in {64, 80, 96, 128, 256}";
   for (const DLTensor* t : {q, k, v}) {
     if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "q/k/v not 16-byte aligned";
+    if (t->strides[t->ndim - 3] > (int64_t(1) << 24)) return "sequence stride above 2^24 elements";
     for (int d = 0; d + 1 < t->ndim; ++d) {
       if ((t->strides[d] * 2) % 16 != 0) return "q/k/v strides not multiples of 8 elements";
     }
@@ -140,7 +142,7 @@ xhal_status launch_flash(const xhal_op_call* c, bool batched, Sequences seqs, in
     case 64: launch_flash_tile<E, FlashTile<64, 64, 2>>(c, a, seqs, max_rows); break;
     case 80: launch_flash_tile<E, FlashTile<80, 64, 2>>(c, a, seqs, max_rows); break;
     case 96: launch_flash_tile<E, FlashTile<96, 32, 2>>(c, a, seqs, max_rows); break;
-    case 128: launch_flash_tile<E, FlashTile<128, 64, 1, 8>>(c, a, seqs, max_rows); break;
+    case 128: launch_flash_tile<E, FlashTile<128, 32, 2>>(c, a, seqs, max_rows); break;
     default: launch_flash_tile<E, FlashTile<256, 32, 1>>(c, a, seqs, max_rows); break;
   }
   return launch_status(msg, len, "flash attention");

@@ -34,12 +34,16 @@ struct FlashTile {
 template <class T, int kRows, int D, int kStride, int kThreads>
 __device__ inline void load_tile(T* shared, const T* base, int64_t stride, int64_t first,
                                  int64_t limit) {
+  // Offsets within the tile in 32 bits (flash_supports bounds the stride): fewer instructions
+  // per copy than 64-bit address arithmetic.
   constexpr int kChunks = D / 8;
+  const T* tile = base + first * stride;
+  const int rows_left = limit - first < kRows ? int(limit - first) : kRows;
+  const int stride32 = int(stride);
   for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
     const int r = c / kChunks, ch = c % kChunks;
-    const int64_t row = first + r;
-    const bool valid = row < limit;
-    sm80::cp_async_16(shared + r * kStride + ch * 8, base + (valid ? row : 0) * stride + ch * 8, valid);
+    const bool valid = r < rows_left;
+    sm80::cp_async_16(shared + r * kStride + ch * 8, (valid ? tile + r * stride32 : base) + ch * 8, valid);
   }
 }
 
@@ -194,8 +198,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         const float correction = sm80::fast_exp2(row_max[r][h] - base);
         row_max[r][h] = m_new;
         row_sum[r][h] *= correction;
+        // Once the running max settles most tiles leave it unchanged: skip the rescale then.
+        if (__any_sync(0xffffffffu, correction != 1.0f)) {
 #pragma unroll
-        for (int t = 0; t < Tile::kOTiles; ++t) o[r][t][2 * h] *= correction, o[r][t][2 * h + 1] *= correction;
+          for (int t = 0; t < Tile::kOTiles; ++t) o[r][t][2 * h] *= correction, o[r][t][2 * h + 1] *= correction;
+        }
 #pragma unroll
         for (int t = 0; t < Tile::kSTiles; ++t) {
           s[r][t][2 * h] = sm80::fast_exp2(s[r][t][2 * h] - base);
