@@ -47,24 +47,23 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
     const T* src = static_cast<const T*>(a.q) + b * a.q_batch + (hk * G + (r < G ? r : 0)) * a.q_head + ch * 8;
     sm80::cp_async_16(sQ + r * kKStride + ch * 8, src, r < G);
   }
+  // Each thread copies one 16-byte chunk of K and of V for every kRowsPerPass-th key of the tile:
+  // one block-table read per key and no divisions in the copy loop.
+  constexpr int kChunks = D / 8, kRowsPerPass = kDecodeThreads / kChunks;
+  static_assert(D == Dv, "one chunk layout for K and V");
+  const int my_row = threadIdx.x / kChunks, my_chunk = threadIdx.x % kChunks;
   auto load_tile = [&](int64_t j0, int s) {
-    constexpr int kKChunks = D / 8, kVChunks = Dv / 8;
-    for (int c = threadIdx.x; c < kTileKeys * (kKChunks + kVChunks); c += kDecodeThreads) {
-      const bool is_k = c < kTileKeys * kKChunks;
-      const int cc = is_k ? c : c - kTileKeys * kKChunks, chunks = is_k ? kKChunks : kVChunks;
-      const int r = cc / chunks, ch = cc % chunks;
-      // Block sizes are powers of two here (decode_supports): shifts, not 64-bit divisions.
-      const int64_t j = j0 + r;
-      int64_t block = j < end ? table[j >> a.block_shift] : -1;
-      const bool valid = block >= 0 && block < a.num_blocks;
-      if (!valid) block = 0;
-      const int64_t slot = j & (a.block_size - 1);
-      if (is_k) {
-        sm80::cp_async_16(sK + (s * kTileKeys + r) * kKStride + ch * 8,
-                          kh + block * a.k_block + slot * a.k_slot + ch * 8, valid);
-      } else {
-        sm80::cp_async_16(sV + (s * kTileKeys + r) * kVStride + ch * 8,
-                          vh + block * a.v_block + slot * a.v_slot + ch * 8, valid);
+    if (my_row < kRowsPerPass) {
+      for (int r = my_row; r < kTileKeys; r += kRowsPerPass) {
+        const int64_t j = j0 + r;
+        int64_t block = j < end ? table[j >> a.block_shift] : -1;
+        const bool valid = block >= 0 && block < a.num_blocks;
+        if (!valid) block = 0;
+        const int64_t slot = j & (a.block_size - 1);
+        sm80::cp_async_16(sK + (s * kTileKeys + r) * kKStride + my_chunk * 8,
+                          kh + block * a.k_block + slot * a.k_slot + my_chunk * 8, valid);
+        sm80::cp_async_16(sV + (s * kTileKeys + r) * kVStride + my_chunk * 8,
+                          vh + block * a.v_block + slot * a.v_slot + my_chunk * 8, valid);
       }
     }
     sm80::cp_async_commit();
