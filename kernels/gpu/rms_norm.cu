@@ -1,8 +1,11 @@
-// rms_norm and fused_add_rms_norm on the GPU: a grid sized to fill the GPU once, each block
-// looping over rows (the weight stays in L1 across a block's rows).
+// rms_norm and fused_add_rms_norm on the GPU. Aligned rows that fit in shared memory take the
+// staged kernel (the next row loads asynchronously while the current one is reduced); otherwise a
+// grid sized to fill the GPU once, each block looping over rows held in registers (the weight stays
+// in L1 across a block's rows).
 // The row stays in registers between the reduction and the scaling, so x is read once; 16-byte
 // vectors when rows are aligned, scalars otherwise. Rows too long for registers take a second pass.
 #include "launch.cuh"
+#include "paged_decode.cuh"  // copy16, copy_commit, copy_wait: cp.async on NVIDIA
 
 namespace xhal::gpu {
 namespace {
@@ -88,6 +91,72 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const typename E::T* __r
   }
 }
 
+// Rows that fit in shared memory: each block loops over rows and stages the next row (and its
+// residual) with asynchronous copies while it reduces and writes the current one, so a row's worth
+// of loads per block is always in flight and few registers are needed (more blocks per SM).
+constexpr int kStagedThreads = 256;
+
+template <class E>
+__global__ void __launch_bounds__(kStagedThreads)
+    rms_norm_staged_kernel(const typename E::T* __restrict__ x, RowLayout xl,
+                           const typename E::T* __restrict__ weight, typename E::T* out, RowLayout ol,
+                           typename E::T* residual, RowLayout rl, float eps) {
+  using T = typename E::T;
+  constexpr int kVec = Vec<E>::kVec;
+  __shared__ float scratch[kStagedThreads / kWarpSize];
+  extern __shared__ __align__(16) unsigned char staged_raw[];
+  const int64_t cols = xl.cols, vecs = cols / kVec;
+  T* bx = reinterpret_cast<T*>(staged_raw);  // [2][cols] x, then [2][cols] residual
+  T* br = bx + 2 * cols;
+  auto prefetch = [&](int64_t row, int s) {
+    const T* xr = x + xl.offset(row);
+    const T* rr = residual ? residual + rl.offset(row) : nullptr;
+    for (int64_t c = threadIdx.x; c < vecs; c += kStagedThreads) {
+      copy16<E>(bx + s * cols + c * kVec, xr + c * kVec, true);
+      if (rr) copy16<E>(br + s * cols + c * kVec, rr + c * kVec, true);
+    }
+    copy_commit();
+  };
+  int s = 0;
+  if (blockIdx.x < xl.rows) prefetch(blockIdx.x, 0);
+  for (int64_t row = blockIdx.x; row < xl.rows; row += gridDim.x, s ^= 1) {
+    if (row + gridDim.x < xl.rows) {
+      prefetch(row + gridDim.x, s ^ 1);
+      copy_wait<1>();
+    } else {
+      copy_wait<0>();
+    }
+    __syncthreads();
+    T* xs = bx + s * cols;
+    T* rg = residual ? residual + rl.offset(row) : nullptr;
+    float sumsq = 0.0f;
+    for (int64_t c = threadIdx.x; c < vecs; c += kStagedThreads) {
+      Vec<E> v = Vec<E>::load_from(xs + c * kVec);
+      if (rg != nullptr) {  // residual = x + residual, stored rounded; the norm sees the stored value
+        const Vec<E> r = Vec<E>::load_from(br + s * cols + c * kVec);
+        for (int k = 0; k < kVec; ++k) v.v[k] = E::store(E::load(v.v[k]) + E::load(r.v[k]));
+        v.store_to(rg + c * kVec);
+        v.store_to(xs + c * kVec);  // read back by this same thread below
+      }
+      for (int k = 0; k < kVec; ++k) sumsq += E::load(v.v[k]) * E::load(v.v[k]);
+    }
+    const float inv_rms = rsqrtf(block_sum(sumsq, scratch) / float(cols) + eps);
+    T* orow = out + ol.offset(row);
+    for (int64_t c = threadIdx.x; c < vecs; c += kStagedThreads) {
+      const Vec<E> v = Vec<E>::load_from(xs + c * kVec), w = Vec<E>::load_from(weight + c * kVec);
+      Vec<E> o;
+      for (int k = 0; k < kVec; ++k) o.v[k] = E::store(E::load(v.v[k]) * inv_rms * E::load(w.v[k]));
+      o.store_to(orow + c * kVec);
+    }
+    __syncthreads();  // buffer s is refilled for the row after next
+  }
+}
+
+inline size_t staged_bytes(int64_t cols, size_t elt, bool residual) {
+  return (residual ? 4 : 2) * size_t(cols) * elt;
+}
+constexpr size_t kMaxStagedBytes = 96 * 1024;
+
 template <class E, int VEC>
 void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
   using T = typename E::T;
@@ -126,8 +195,27 @@ struct RmsNormKernel {
                         rows_vectorizable(c->t[XHAL_SLOT_WEIGHT], cols);
     if (const DLTensor* res = c->t[XHAL_SLOT_RESIDUAL]) vectorizable &= rows_vectorizable(res, cols);
     auto stream = static_cast<gpuStream_t>(c->stream);
-    if (vectorizable) launch_with_vec<E, Vec<E>::kVec>(c, stream);
-    else launch_with_vec<E, 1>(c, stream);
+    const DLTensor* res = c->t[XHAL_SLOT_RESIDUAL];
+    const size_t staged = staged_bytes(cols, sizeof(typename E::T), res != nullptr);
+    if (vectorizable && staged <= kMaxStagedBytes) {
+      using T = typename E::T;
+      static const bool raised = (gpuFuncSetAttribute(reinterpret_cast<const void*>(rms_norm_staged_kernel<E>),
+                                                      gpuFuncAttributeMaxDynamicSharedMemorySize,
+                                                      int(kMaxStagedBytes)),
+                                  true);
+      (void)raised;
+      const RowLayout xl = row_layout(x);
+      const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(8, (200 << 10) / int64_t(staged)));
+      const unsigned grid = grid_for(xl.rows, 1, multiprocessor_count(c->device_index) * per_sm);
+      rms_norm_staged_kernel<E><<<grid, kStagedThreads, staged, stream>>>(
+          static_cast<const T*>(x->data), xl, static_cast<const T*>(c->t[XHAL_SLOT_WEIGHT]->data),
+          static_cast<T*>(c->t[XHAL_SLOT_NORM_OUT]->data), row_layout(c->t[XHAL_SLOT_NORM_OUT]),
+          res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, c->params.eps);
+    } else if (vectorizable) {
+      launch_with_vec<E, Vec<E>::kVec>(c, stream);
+    } else {
+      launch_with_vec<E, 1>(c, stream);
+    }
     return launch_status(msg, len, "rms_norm");
   }
 };
