@@ -100,6 +100,7 @@ inline const char* flash_supports(const xhal_op_call* c) {
   for (const DLTensor* t : {q, k, v}) {
     if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "q/k/v not 16-byte aligned";
     if (t->strides[t->ndim - 3] > (int64_t(1) << 24)) return "sequence stride above 2^24 elements";
+    if (t->shape[t->ndim - 3] >= (int64_t(1) << 31)) return "more than 2^31 tokens";
     for (int d = 0; d + 1 < t->ndim; ++d) {
       if ((t->strides[d] * 2) % 16 != 0) return "q/k/v strides not multiples of 8 elements";
     }
@@ -115,20 +116,22 @@ template <class E, class Tile>
 void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
                        int64_t max_rows) {
   using T = typename E::T;
-  static const bool shared_raised = [] {  // once per instantiation: above 48 KiB needs opting in
-    gpuFuncSetAttribute(reinterpret_cast<const void*>(flash_attention_kernel<E, Tile>),
-                        gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes));
-    return true;
-  }();
-  (void)shared_raised;
   const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
   const dim3 grid(unsigned(m_tiles), unsigned(a.Hq), unsigned(seqs.batch));
   const DLTensor* lse = c->t[XHAL_SLOT_LSE];
-  flash_attention_kernel<E, Tile><<<grid, Tile::kThreads, Tile::kSharedBytes,
-                                    static_cast<gpuStream_t>(c->stream)>>>(
-      static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
-      static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
-      lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
+  auto go = [&](auto kernel) {
+    static const bool shared_raised =  // once per instantiation: above 48 KiB needs opting in
+        (gpuFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                             gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes)),
+         true);
+    (void)shared_raised;
+    kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
+        static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
+        static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
+        lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
+  };
+  if (c->params.softcap > 0.0f) go(flash_attention_kernel<E, Tile, true>);
+  else go(flash_attention_kernel<E, Tile, false>);
 }
 
 template <class E>

@@ -34,20 +34,25 @@ struct FlashTile {
 template <class T, int kRows, int D, int kStride, int kThreads>
 __device__ inline void load_tile(T* shared, const T* base, int64_t stride, int64_t first,
                                  int64_t limit) {
-  // Offsets within the tile in 32 bits (flash_supports bounds the stride): fewer instructions
-  // per copy than 64-bit address arithmetic.
-  constexpr int kChunks = D / 8;
+  // Offsets within the tile in 32 bits (flash_supports bounds the stride) and a loop of known trip
+  // count: fewer instructions per copy than 64-bit address arithmetic in a generic loop.
+  constexpr int kChunks = D / 8, kTotal = kRows * kChunks, kIters = (kTotal + kThreads - 1) / kThreads;
   const T* tile = base + first * stride;
   const int rows_left = limit - first < kRows ? int(limit - first) : kRows;
   const int stride32 = int(stride);
-  for (int c = threadIdx.x; c < kRows * kChunks; c += kThreads) {
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (kTotal % kThreads != 0 && c >= kTotal) break;
     const int r = c / kChunks, ch = c % kChunks;
     const bool valid = r < rows_left;
     sm80::cp_async_16(shared + r * kStride + ch * 8, (valid ? tile + r * stride32 : base) + ch * 8, valid);
   }
 }
 
-template <class E, class Tile>
+// kSoftcap: scores pass through softcap * tanh(score / softcap); a separate instantiation keeps
+// that code (and its branches) out of the common kernel.
+template <class E, class Tile, bool kSoftcap>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     flash_attention_kernel(const typename E::T* __restrict__ q, const typename E::T* __restrict__ k,
                            const typename E::T* __restrict__ v, typename E::T* __restrict__ out,
@@ -82,13 +87,18 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   constexpr int R = Tile::kRowTiles;
   constexpr int W = Tile::kWarps;
   // Row tile r of this warp is tile r * W + warp of the block: rows i0 + (r * W + warp) * 16 + ...
-  int64_t row_lo[R][2], row_hi[R][2];
+  // Visible key ranges of this thread's rows, relative to kv_begin, in 32 bits (a sequence's
+  // keys fit in int32: flash_supports).
+  int row_lo[R][2], row_hi[R][2];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     for (int h = 0; h < 2; ++h) {
       const int64_t i = i0 + (r * W + warp) * 16 + group + h * 8;
-      if (i < Sq) mask.visible(i, Sq, Sk, &row_lo[r][h], &row_hi[r][h]);
-      else row_lo[r][h] = row_hi[r][h] = 0;
+      int64_t lo = 0, hi = 0;
+      if (i < Sq) mask.visible(i, Sq, Sk, &lo, &hi);
+      else lo = hi = kv_begin;
+      row_lo[r][h] = int(lo - kv_begin);
+      row_hi[r][h] = int(hi - kv_begin);
     }
   }
 
@@ -123,6 +133,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   for (int r = 0; r < R; ++r) row_max[r][0] = row_max[r][1] = -INFINITY, row_sum[r][0] = row_sum[r][1] = 0.0f;
   constexpr float kLog2e = 1.4426950408889634f;
   const float scale_log2 = mask.scale * kLog2e;
+  const float scale_over_cap = kSoftcap ? mask.scale / mask.softcap : 0.0f;
+  const float cap_log2 = mask.softcap * kLog2e;
 
   int stage = 0;
   for (int64_t j0 = kv_begin; j0 < kv_end; j0 += kBlockN, stage ^= 1) {
@@ -172,17 +184,19 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       float tile_max[2] = {-INFINITY, -INFINITY};
-      const bool inside = j0 >= row_lo[r][0] && j0 >= row_lo[r][1] && j0 + kBlockN <= row_hi[r][0] &&
-                          j0 + kBlockN <= row_hi[r][1];
+      const int jt = int(j0 - kv_begin);  // this tile's first key, relative to kv_begin
+      const bool inside = jt >= row_lo[r][0] && jt >= row_lo[r][1] && jt + kBlockN <= row_hi[r][0] &&
+                          jt + kBlockN <= row_hi[r][1];
 #pragma unroll
       for (int t = 0; t < Tile::kSTiles; ++t) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int h = c / 2;
-          float x = mask.softcap > 0.0f ? mask.softcap * tanhf(s[r][t][c] * mask.scale / mask.softcap) * kLog2e
-                                        : s[r][t][c] * scale_log2;
+          float x;
+          if constexpr (kSoftcap) x = cap_log2 * tanhf(s[r][t][c] * scale_over_cap);
+          else x = s[r][t][c] * scale_log2;
           if (!inside) {
-            const int64_t j = j0 + t * 8 + tig * 2 + (c & 1);
+            const int j = jt + t * 8 + tig * 2 + (c & 1);
             if (j < row_lo[r][h] || j >= row_hi[r][h]) x = -INFINITY;
           }
           s[r][t][c] = x;
