@@ -119,12 +119,17 @@ void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequenc
   const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
   const dim3 grid(unsigned(m_tiles), unsigned(a.Hq), unsigned(seqs.batch));
   const DLTensor* lse = c->t[XHAL_SLOT_LSE];
+  // Once per tile shape, for both kernels (they share one function-pointer type, so `go` below is
+  // a single instantiation): above 48 KiB of shared memory needs opting in.
+  static const bool shared_raised = [] {
+    for (const void* k : {reinterpret_cast<const void*>(flash_attention_kernel<E, Tile, true>),
+                          reinterpret_cast<const void*>(flash_attention_kernel<E, Tile, false>)}) {
+      gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes));
+    }
+    return true;
+  }();
+  (void)shared_raised;
   auto go = [&](auto kernel) {
-    static const bool shared_raised =  // once per instantiation: above 48 KiB needs opting in
-        (gpuFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                             gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes)),
-         true);
-    (void)shared_raised;
     kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
         static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
         static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
