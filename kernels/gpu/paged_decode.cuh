@@ -67,6 +67,18 @@ __device__ inline void copy_wait() {
 #endif
 }
 
+// Keys [begin, end) of sequence b that split `split` attends: the visible range of the decode
+// token (seq_lens clamped to what the block table can address), cut into keys_per_split pieces.
+__device__ inline void split_keys(const PagedDecodeArgs& a, int64_t b, int64_t split, int64_t* begin,
+                                  int64_t* end) {
+  int64_t L = a.lens[b * a.lens_stride];
+  L = L < 0 ? 0 : (L > a.max_blocks * a.block_size ? a.max_blocks * a.block_size : L);
+  int64_t lo, hi;
+  a.mask.visible(0, 1, L, &lo, &hi);
+  *begin = lo + split * a.keys_per_split;
+  *end = *begin + a.keys_per_split < hi ? *begin + a.keys_per_split : hi;
+}
+
 // 16-bit types only: K and V rows are read as vectors of 8 elements.
 template <class E>
 __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecodeArgs a) {
@@ -84,12 +96,8 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
   float* sSum = sMax + G;
   float* sCorr = sSum + G;
 
-  int64_t L = a.lens[b * a.lens_stride];
-  L = L < 0 ? 0 : (L > a.max_blocks * a.block_size ? a.max_blocks * a.block_size : L);
-  int64_t lo, hi;
-  a.mask.visible(0, 1, L, &lo, &hi);
-  const int64_t begin = lo + split * a.keys_per_split;
-  const int64_t end = begin + a.keys_per_split < hi ? begin + a.keys_per_split : hi;
+  int64_t begin, end;
+  split_keys(a, b, split, &begin, &end);
   const int32_t* table = a.table + b * a.table_row;
   const T* kh = static_cast<const T*>(a.k) + hk * a.k_head;
   const T* vh = static_cast<const T*>(a.v) + hk * a.v_head;

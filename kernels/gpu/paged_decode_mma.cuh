@@ -31,12 +31,8 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
   T* sK = sQ + 16 * kKStride;                 // [2][kTileKeys][D + 8]
   T* sV = sK + 2 * kTileKeys * kKStride;      // [2][kTileKeys][Dv + 8]
 
-  int64_t L = a.lens[b * a.lens_stride];
-  L = L < 0 ? 0 : (L > a.max_blocks * a.block_size ? a.max_blocks * a.block_size : L);
-  int64_t lo, hi;
-  a.mask.visible(0, 1, L, &lo, &hi);
-  const int64_t begin = lo + split * a.keys_per_split;
-  const int64_t end = begin + a.keys_per_split < hi ? begin + a.keys_per_split : hi;
+  int64_t begin, end;
+  split_keys(a, b, split, &begin, &end);
   const int32_t* table = a.table + b * a.table_row;
   const T* kh = static_cast<const T*>(a.k) + hk * a.k_head;
   const T* vh = static_cast<const T*>(a.v) + hk * a.v_head;
