@@ -94,9 +94,9 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const typename E::T* __r
 // Rows that fit in shared memory: each block loops over rows and stages the next row (and its
 // residual) with asynchronous copies while it reduces and writes the current one, so a row's worth
 // of loads per block is always in flight and few registers are needed (more blocks per SM).
-constexpr int kStagedThreads = 256;
-
-template <class E>
+// kStagedThreads: 256, or 128 for rows of up to 512 vectors (more blocks per multiprocessor, so
+// more rows in flight when each row is short).
+template <class E, int kStagedThreads>
 __global__ void __launch_bounds__(kStagedThreads)
     rms_norm_staged_kernel(const typename E::T* __restrict__ x, RowLayout xl,
                            const typename E::T* __restrict__ weight, typename E::T* out, RowLayout ol,
@@ -199,18 +199,27 @@ struct RmsNormKernel {
     const size_t staged = staged_bytes(cols, sizeof(typename E::T), res != nullptr);
     if (vectorizable && staged <= kMaxStagedBytes) {
       using T = typename E::T;
-      static const bool raised = (gpuFuncSetAttribute(reinterpret_cast<const void*>(rms_norm_staged_kernel<E>),
-                                                      gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                                      int(kMaxStagedBytes)),
-                                  true);
+      static const bool raised = [] {
+        for (const void* k : {reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 128>),
+                              reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 256>)}) {
+          gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kMaxStagedBytes));
+        }
+        return true;
+      }();
       (void)raised;
       const RowLayout xl = row_layout(x);
-      const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(8, (200 << 10) / int64_t(staged)));
+      const bool short_rows = cols / Vec<E>::kVec <= 512;
+      const int64_t per_sm =
+          std::max<int64_t>(1, std::min<int64_t>(short_rows ? 16 : 8, (200 << 10) / int64_t(staged)));
       const unsigned grid = grid_for(xl.rows, 1, multiprocessor_count(c->device_index) * per_sm);
-      rms_norm_staged_kernel<E><<<grid, kStagedThreads, staged, stream>>>(
-          static_cast<const T*>(x->data), xl, static_cast<const T*>(c->t[XHAL_SLOT_WEIGHT]->data),
-          static_cast<T*>(c->t[XHAL_SLOT_NORM_OUT]->data), row_layout(c->t[XHAL_SLOT_NORM_OUT]),
-          res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, c->params.eps);
+      auto go = [&](auto kernel, int threads) {
+        kernel<<<grid, threads, staged, stream>>>(
+            static_cast<const T*>(x->data), xl, static_cast<const T*>(c->t[XHAL_SLOT_WEIGHT]->data),
+            static_cast<T*>(c->t[XHAL_SLOT_NORM_OUT]->data), row_layout(c->t[XHAL_SLOT_NORM_OUT]),
+            res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, c->params.eps);
+      };
+      if (short_rows) go(rms_norm_staged_kernel<E, 128>, 128);
+      else go(rms_norm_staged_kernel<E, 256>, 256);
     } else if (vectorizable) {
       launch_with_vec<E, Vec<E>::kVec>(c, stream);
     } else {

@@ -28,53 +28,70 @@ struct RopeArgs {
   bool neox, pos64;
 };
 
-// Rotates the 8 elements of one 16-byte access: neox pairs element e of the chunk at p with the
-// same element of the other half (8 pairs), gptj pairs adjacent elements (4 pairs).
-template <class E>
-__device__ void rotate_chunk(typename E::T* p, int64_t i0, int64_t half, bool neox, const float* cs) {
-  if (neox) {
-    auto a = Vec<E>::load_from(p), b = Vec<E>::load_from(p + half);
-    Vec<E> ra, rb;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const float c = cs[i0 + e], s = cs[half + i0 + e];
-      const float fa = E::load(a.v[e]), fb = E::load(b.v[e]);
-      ra.v[e] = E::store(fa * c - fb * s);
-      rb.v[e] = E::store(fb * c + fa * s);
-    }
-    ra.store_to(p);
-    rb.store_to(p + half);
-  } else {
-    auto a = Vec<E>::load_from(p);
-    Vec<E> r;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float c = cs[i0 + e], s = cs[half + i0 + e];
-      const float fa = E::load(a.v[2 * e]), fb = E::load(a.v[2 * e + 1]);
-      r.v[2 * e] = E::store(fa * c - fb * s);
-      r.v[2 * e + 1] = E::store(fb * c + fa * s);
-    }
-    r.store_to(p);
-  }
-}
-
 // Vector path: a flat grid-stride loop over (token, head of q then k, 16-byte chunk), so every
-// thread of every block has work whatever the head counts.
-template <class E>
+// thread of every block has work whatever the head counts. Each thread takes two items per step
+// and issues both items' loads before computing (stores of one item could alias the other's
+// loads, so the compiler would not overlap them by itself). Index is uint32_t when the item count
+// fits: 32-bit divisions cost a fraction of 64-bit ones.
+template <class E, class Index>
 __global__ void rope_vec_kernel(typename E::T* q, typename E::T* k, const void* positions,
                                 const float* cache, RopeArgs a) {
-  const int64_t chunks = a.neox ? a.half / 8 : 2 * a.half / 8;
-  const int64_t per_token = (a.q_heads + a.k_heads) * chunks;
-  for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < a.tokens * per_token;
-       w += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = w / per_token, rem = w % per_token, h = rem / chunks, ch = rem % chunks;
-    const int64_t p = a.pos64 ? static_cast<const int64_t*>(positions)[t * a.pos_stride]
-                              : static_cast<const int32_t*>(positions)[t * a.pos_stride];
-    if (p < 0 || p >= a.max_pos) continue;
-    typename E::T* base = h < a.q_heads ? q + t * a.q_token_stride + h * a.q_head_stride
-                                        : k + t * a.k_token_stride + (h - a.q_heads) * a.k_head_stride;
-    const int64_t i0 = a.neox ? ch * 8 : ch * 4;  // first pair index of the chunk
-    rotate_chunk<E>(base + ch * 8, i0, a.half, a.neox, cache + p * a.cache_stride);
+  using T = typename E::T;
+  const Index chunks = Index(a.neox ? a.half / 8 : 2 * a.half / 8);
+  const Index per_token = Index(a.q_heads + a.k_heads) * chunks;
+  const Index total = Index(a.tokens) * per_token;
+  const Index stride = Index(gridDim.x) * blockDim.x;
+  struct Item {
+    T* p = nullptr;
+    const float* cs = nullptr;
+    int i0 = 0;
+    Vec<E> x, y;  // neox: the two halves; gptj: x only
+  };
+  auto locate = [&](Index w, Item& it) {
+    const Index t = w / per_token, rem = w % per_token, h = rem / chunks, ch = rem % chunks;
+    const int64_t pos = a.pos64 ? static_cast<const int64_t*>(positions)[int64_t(t) * a.pos_stride]
+                                : static_cast<const int32_t*>(positions)[int64_t(t) * a.pos_stride];
+    if (pos < 0 || pos >= a.max_pos) return;
+    T* head = h < Index(a.q_heads) ? q + int64_t(t) * a.q_token_stride + int64_t(h) * a.q_head_stride
+                                   : k + int64_t(t) * a.k_token_stride +
+                                         int64_t(h - Index(a.q_heads)) * a.k_head_stride;
+    it.p = head + int64_t(ch) * 8;
+    it.cs = cache + pos * a.cache_stride;
+    it.i0 = int(a.neox ? ch * 8 : ch * 4);
+    it.x = Vec<E>::load_from(it.p);
+    if (a.neox) it.y = Vec<E>::load_from(it.p + a.half);
+  };
+  auto rotate = [&](Item& it) {
+    if (it.p == nullptr) return;
+    if (a.neox) {
+      Vec<E> ra, rb;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float c = it.cs[it.i0 + e], s = it.cs[a.half + it.i0 + e];
+        const float fa = E::load(it.x.v[e]), fb = E::load(it.y.v[e]);
+        ra.v[e] = E::store(fa * c - fb * s);
+        rb.v[e] = E::store(fb * c + fa * s);
+      }
+      ra.store_to(it.p);
+      rb.store_to(it.p + a.half);
+    } else {
+      Vec<E> r;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float c = it.cs[it.i0 + e], s = it.cs[a.half + it.i0 + e];
+        const float fa = E::load(it.x.v[2 * e]), fb = E::load(it.x.v[2 * e + 1]);
+        r.v[2 * e] = E::store(fa * c - fb * s);
+        r.v[2 * e + 1] = E::store(fb * c + fa * s);
+      }
+      r.store_to(it.p);
+    }
+  };
+  for (Index w = Index(blockIdx.x) * blockDim.x + threadIdx.x; w < total; w += 2 * stride) {
+    Item first, second;
+    locate(w, first);
+    if (w + stride < total) locate(w + stride, second);
+    rotate(first);
+    rotate(second);
   }
 }
 
@@ -120,7 +137,12 @@ struct RopeKernel {
     if (vec) {
       const int64_t items = a.tokens * (a.q_heads + a.k_heads) * (a.neox ? a.half / 8 : a.half / 4);
       const int64_t waves = int64_t(multiprocessor_count(c->device_index)) * 8;
-      rope_vec_kernel<E><<<grid_for(items, 256, waves), 256, 0, stream>>>(qd, kd, pos->data, cd, a);
+      const unsigned grid = grid_for(items, 256, waves);
+      if (items + 2 * int64_t(grid) * 256 < (int64_t(1) << 32)) {
+        rope_vec_kernel<E, uint32_t><<<grid, 256, 0, stream>>>(qd, kd, pos->data, cd, a);
+      } else {
+        rope_vec_kernel<E, int64_t><<<grid, 256, 0, stream>>>(qd, kd, pos->data, cd, a);
+      }
     } else {
       rope_kernel<E><<<grid_for(a.tokens, 1, int64_t(1) << 20), threads, 0, stream>>>(qd, kd, pos->data, cd, a);
     }
