@@ -12,9 +12,7 @@
 
 #include "attention_layout.cuh"
 
-#if !defined(__HIPCC__)
-#include "mma_sm80.cuh"  // cp.async
-#endif
+#include "async_copy.cuh"
 
 namespace xhal::gpu {
 
@@ -45,26 +43,6 @@ struct PagedDecodeArgs {
 inline size_t paged_decode_shared_bytes(int64_t group, int64_t D, int64_t Dv, size_t elt) {
   return 2 * kTileKeys * size_t(D + 8 + Dv + 8) * elt + size_t(group) * D * sizeof(float) +
          size_t(group) * kTileKeys * sizeof(float) + 3 * size_t(group) * sizeof(float);
-}
-
-template <class E>
-__device__ inline void copy16(typename E::T* dst, const typename E::T* src, bool valid) {
-#if !defined(__HIPCC__)
-  sm80::cp_async_16(dst, src, valid);
-#else
-  *reinterpret_cast<uint4*>(dst) = valid ? *reinterpret_cast<const uint4*>(src) : uint4{0, 0, 0, 0};
-#endif
-}
-__device__ inline void copy_commit() {
-#if !defined(__HIPCC__)
-  sm80::cp_async_commit();
-#endif
-}
-template <int N>
-__device__ inline void copy_wait() {
-#if !defined(__HIPCC__)
-  sm80::cp_async_wait<N>();
-#endif
 }
 
 // Keys [begin, end) of sequence b that split `split` attends: the visible range of the decode

@@ -5,7 +5,7 @@
 // The row stays in registers between the reduction and the scaling, so x is read once; 16-byte
 // vectors when rows are aligned, scalars otherwise. Rows too long for registers take a second pass.
 #include "launch.cuh"
-#include "paged_decode.cuh"  // copy16, copy_commit, copy_wait: cp.async on NVIDIA
+#include "async_copy.cuh"
 
 namespace xhal::gpu {
 namespace {
