@@ -91,12 +91,13 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const typename E::T* __r
   }
 }
 
-// Rows that fit in shared memory: each block loops over rows and stages the next row (and its
-// residual) with asynchronous copies while it reduces and writes the current one, so a row's worth
-// of loads per block is always in flight and few registers are needed (more blocks per SM).
+// Rows that fit in shared memory: each block loops over rows and stages the next rows (and their
+// residuals) with asynchronous copies while it reduces and writes the current one, so a row's
+// worth of loads or more per block is always in flight and few registers are needed.
 // kStagedThreads: 256, or 128 for rows of up to 512 vectors (more blocks per multiprocessor, so
-// more rows in flight when each row is short).
-template <class E, int kStagedThreads>
+// more rows in flight when each row is short). kStages: row buffers; with 3 the block keeps two
+// rows ahead in flight (short rows).
+template <class E, int kStagedThreads, int kStages>
 __global__ void __launch_bounds__(kStagedThreads)
     rms_norm_staged_kernel(const typename E::T* __restrict__ x, RowLayout xl,
                            const typename E::T* __restrict__ weight, typename E::T* out, RowLayout ol,
@@ -106,8 +107,8 @@ __global__ void __launch_bounds__(kStagedThreads)
   __shared__ float scratch[kStagedThreads / kWarpSize];
   extern __shared__ __align__(16) unsigned char staged_raw[];
   const int64_t cols = xl.cols, vecs = cols / kVec;
-  T* bx = reinterpret_cast<T*>(staged_raw);  // [2][cols] x, then [2][cols] residual
-  T* br = bx + 2 * cols;
+  T* bx = reinterpret_cast<T*>(staged_raw);  // [kStages][cols] x, then [kStages][cols] residual
+  T* br = bx + kStages * cols;
   auto prefetch = [&](int64_t row, int s) {
     const T* xr = x + xl.offset(row);
     const T* rr = residual ? residual + rl.offset(row) : nullptr;
@@ -117,12 +118,16 @@ __global__ void __launch_bounds__(kStagedThreads)
     }
     copy_commit();
   };
+  for (int k = 0; k + 1 < kStages; ++k) {
+    const int64_t row = blockIdx.x + int64_t(k) * gridDim.x;
+    if (row < xl.rows) prefetch(row, k);
+  }
   int s = 0;
-  if (blockIdx.x < xl.rows) prefetch(blockIdx.x, 0);
-  for (int64_t row = blockIdx.x; row < xl.rows; row += gridDim.x, s ^= 1) {
-    if (row + gridDim.x < xl.rows) {
-      prefetch(row + gridDim.x, s ^ 1);
-      copy_wait<1>();
+  for (int64_t row = blockIdx.x; row < xl.rows; row += gridDim.x, s = (s + 1) % kStages) {
+    const int64_t ahead = row + int64_t(kStages - 1) * gridDim.x;
+    if (ahead < xl.rows) {
+      prefetch(ahead, (s + kStages - 1) % kStages);
+      copy_wait<kStages - 1>();  // this row's copy is the oldest group in flight
     } else {
       copy_wait<0>();
     }
@@ -148,12 +153,12 @@ __global__ void __launch_bounds__(kStagedThreads)
       for (int k = 0; k < kVec; ++k) o.v[k] = E::store(E::load(v.v[k]) * inv_rms * E::load(w.v[k]));
       o.store_to(orow + c * kVec);
     }
-    __syncthreads();  // buffer s is refilled for the row after next
+    __syncthreads();  // buffer s is refilled kStages - 1 rows later
   }
 }
 
-inline size_t staged_bytes(int64_t cols, size_t elt, bool residual) {
-  return (residual ? 4 : 2) * size_t(cols) * elt;
+inline size_t staged_bytes(int64_t cols, size_t elt, bool residual, int stages) {
+  return (residual ? 2 : 1) * size_t(stages) * size_t(cols) * elt;
 }
 constexpr size_t kMaxStagedBytes = 96 * 1024;
 
@@ -196,19 +201,19 @@ struct RmsNormKernel {
     if (const DLTensor* res = c->t[XHAL_SLOT_RESIDUAL]) vectorizable &= rows_vectorizable(res, cols);
     auto stream = static_cast<gpuStream_t>(c->stream);
     const DLTensor* res = c->t[XHAL_SLOT_RESIDUAL];
-    const size_t staged = staged_bytes(cols, sizeof(typename E::T), res != nullptr);
+    const bool short_rows = cols / Vec<E>::kVec <= 512;
+    const size_t staged = staged_bytes(cols, sizeof(typename E::T), res != nullptr, short_rows ? 3 : 2);
     if (vectorizable && staged <= kMaxStagedBytes) {
       using T = typename E::T;
       static const bool raised = [] {
-        for (const void* k : {reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 128>),
-                              reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 256>)}) {
+        for (const void* k : {reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 128, 3>),
+                              reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 256, 2>)}) {
           gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kMaxStagedBytes));
         }
         return true;
       }();
       (void)raised;
       const RowLayout xl = row_layout(x);
-      const bool short_rows = cols / Vec<E>::kVec <= 512;
       const int64_t per_sm =
           std::max<int64_t>(1, std::min<int64_t>(short_rows ? 16 : 8, (200 << 10) / int64_t(staged)));
       const unsigned grid = grid_for(xl.rows, 1, multiprocessor_count(c->device_index) * per_sm);
@@ -218,8 +223,8 @@ struct RmsNormKernel {
             static_cast<T*>(c->t[XHAL_SLOT_NORM_OUT]->data), row_layout(c->t[XHAL_SLOT_NORM_OUT]),
             res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, c->params.eps);
       };
-      if (short_rows) go(rms_norm_staged_kernel<E, 128>, 128);
-      else go(rms_norm_staged_kernel<E, 256>, 256);
+      if (short_rows) go(rms_norm_staged_kernel<E, 128, 3>, 128);
+      else go(rms_norm_staged_kernel<E, 256, 2>, 256);
     } else if (vectorizable) {
       launch_with_vec<E, Vec<E>::kVec>(c, stream);
     } else {
