@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const typename E::T* __r
 // worth of loads or more per block is always in flight and few registers are needed.
 // kStagedThreads: 256, or 128 for rows of up to 512 vectors (more blocks per multiprocessor, so
 // more rows in flight when each row is short). kStages: row buffers; with 3 the block keeps two
-// rows ahead in flight (short rows).
+// rows ahead in flight (short rows without a residual).
 template <class E, int kStagedThreads, int kStages>
 __global__ void __launch_bounds__(kStagedThreads)
     rms_norm_staged_kernel(const typename E::T* __restrict__ x, RowLayout xl,
@@ -202,11 +202,15 @@ struct RmsNormKernel {
     auto stream = static_cast<gpuStream_t>(c->stream);
     const DLTensor* res = c->t[XHAL_SLOT_RESIDUAL];
     const bool short_rows = cols / Vec<E>::kVec <= 512;
-    const size_t staged = staged_bytes(cols, sizeof(typename E::T), res != nullptr, short_rows ? 3 : 2);
+    // Three buffers measured better for short rms_norm rows, worse for fused ones (whose residual
+    // doubles the buffers, so fewer blocks fit).
+    const int stages = short_rows && res == nullptr ? 3 : 2;
+    const size_t staged = staged_bytes(cols, sizeof(typename E::T), res != nullptr, stages);
     if (vectorizable && staged <= kMaxStagedBytes) {
       using T = typename E::T;
       static const bool raised = [] {
         for (const void* k : {reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 128, 3>),
+                              reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 128, 2>),
                               reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 256, 2>)}) {
           gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kMaxStagedBytes));
         }
@@ -223,7 +227,8 @@ struct RmsNormKernel {
             static_cast<T*>(c->t[XHAL_SLOT_NORM_OUT]->data), row_layout(c->t[XHAL_SLOT_NORM_OUT]),
             res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, c->params.eps);
       };
-      if (short_rows) go(rms_norm_staged_kernel<E, 128, 3>, 128);
+      if (short_rows && stages == 3) go(rms_norm_staged_kernel<E, 128, 3>, 128);
+      else if (short_rows) go(rms_norm_staged_kernel<E, 128, 2>, 128);
       else go(rms_norm_staged_kernel<E, 256, 2>, 256);
     } else if (vectorizable) {
       launch_with_vec<E, Vec<E>::kVec>(c, stream);
