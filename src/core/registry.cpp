@@ -102,32 +102,43 @@ void Registry::set_force_reference(const std::vector<Op>& ops) {
   for (Op op : ops) force_reference_[static_cast<size_t>(op)] = true;
 }
 
-registry::Explanation Registry::choose(DeviceType backend, const xhal_op_call& call,
-                                       const xhal_kernel_desc** chosen) const {
+const char* Registry::refusal(const Impl& impl, const xhal_op_call& call, bool reference_only,
+                              bool* refused_better) const {
+  if (reference_only && !impl.desc.is_reference) return "not the reference kernel (XHAL_FORCE_REFERENCE)";
+  if (const char* why = impl.desc.supports ? impl.desc.supports(&call) : nullptr) {
+    *refused_better = true;
+    return why;
+  }
+  if (*refused_better && strict_) return "would be a fallback, refused by XHAL_STRICT";
+  return nullptr;
+}
+
+const xhal_kernel_desc* Registry::pick(DeviceType backend, const xhal_op_call& call) const {
+  const bool reference_only = force_reference_[size_t(call.op)];
+  bool refused_better = false;
+  for (const auto& impl : table_[slot(Op(call.op), backend, DType(call.dtype))]) {
+    if (refusal(*impl, call, reference_only, &refused_better) == nullptr) return &impl->desc;
+  }
+  return nullptr;
+}
+
+registry::Explanation Registry::explain_choice(DeviceType backend, const xhal_op_call& call) const {
   const Op op = Op(call.op);
   registry::Explanation ex{op, backend, DType(call.dtype), {}, {}};
   const bool reference_only = force_reference_[static_cast<size_t>(op)];
-  const auto& list = table_[slot(op, backend, DType(call.dtype))];
-  *chosen = nullptr;
-  bool refused_better = false;
-  for (const auto& impl : list) {
+  bool refused_better = false, taken = false;
+  for (const auto& impl : table_[slot(op, backend, DType(call.dtype))]) {
     registry::Candidate c{impl->name, impl->desc.priority, false, {}};
-    if (*chosen != nullptr) {
+    if (taken) {
       c.reason = "a higher-priority kernel was taken";
-    } else if (reference_only && !impl->desc.is_reference) {
-      c.reason = "not the reference kernel (XHAL_FORCE_REFERENCE)";
-    } else if (const char* why = impl->desc.supports ? impl->desc.supports(&call) : nullptr) {
+    } else if (const char* why = refusal(*impl, call, reference_only, &refused_better)) {
       c.reason = why;
-      refused_better = true;
-    } else if (refused_better && strict_) {
-      c.reason = "would be a fallback, refused by XHAL_STRICT";
     } else {
-      c.taken = true;
-      *chosen = &impl->desc;
+      c.taken = taken = true;
     }
     ex.candidates.push_back(std::move(c));
   }
-  if (*chosen == nullptr) {
+  if (!taken) {
     std::string tried;
     for (const auto& c : ex.candidates) tried += fmt::format("; {} ({})", c.kernel, c.reason);
     // Name what exists for this op on this backend.
@@ -146,18 +157,24 @@ registry::Explanation Registry::choose(DeviceType backend, const xhal_op_call& c
 }
 
 void Registry::dispatch(DeviceType backend, const xhal_op_call& call) {
+  // The common path picks a kernel without building an explanation (no strings, no allocation);
+  // the explanation is built only for explain() or for the error when nothing supports the call.
   const xhal_kernel_desc* kernel = nullptr;
-  registry::Explanation ex;
-  {
+  if (t_explaining == nullptr) {
     std::shared_lock lock(mutex_);
-    ex = choose(backend, call, &kernel);
+    kernel = pick(backend, call);
   }
-  if (t_explaining != nullptr) {
+  if (kernel == nullptr) {
+    registry::Explanation ex;
+    {
+      std::shared_lock lock(mutex_);
+      ex = explain_choice(backend, call);
+    }
+    if (t_explaining == nullptr) throw Error(Errc::unsupported, ex.error);
     *t_explaining = std::move(ex);
     t_explaining = nullptr;  // only the first op is explained; later ones are skipped
     return;
   }
-  if (kernel == nullptr) throw Error(Errc::unsupported, ex.error);
   char message[512] = {};
   xhal_status status = kernel->run(&call, message, sizeof message);
   if (status != XHAL_OK) {

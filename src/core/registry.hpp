@@ -39,8 +39,12 @@ class Registry {
     xhal_kernel_desc desc;  // desc.name points at `name`
   };
   static size_t slot(Op op, DeviceType backend, DType dtype);
-  registry::Explanation choose(DeviceType backend, const xhal_op_call& call,
-                               const xhal_kernel_desc** chosen) const;
+  // Why `impl` is refused for `call`, or nullptr when it may run; `refused_better` records that a
+  // higher-priority kernel refused (which XHAL_STRICT turns into a refusal of the rest).
+  const char* refusal(const Impl& impl, const xhal_op_call& call, bool reference_only,
+                      bool* refused_better) const;
+  const xhal_kernel_desc* pick(DeviceType backend, const xhal_op_call& call) const;
+  registry::Explanation explain_choice(DeviceType backend, const xhal_op_call& call) const;
 
   mutable std::shared_mutex mutex_;
   std::array<std::vector<std::shared_ptr<Impl>>, kNumOps * kNumDeviceTypes * kNumDTypes> table_;

@@ -34,10 +34,10 @@ Runtime::Runtime() {
 BackendInfo Runtime::load(const std::string& path) {
   std::lock_guard lock(mutex_);
   LoadedPlugin plugin = load_plugin_file(path);
-  if (plugin.info.loaded && backends_[size_t(plugin.type)] != nullptr) {
+  if (const BackendState* existing = backend(plugin.type); plugin.info.loaded && existing != nullptr) {
     plugin.info.loaded = false;
     plugin.info.reason = fmt::format("backend {} is already provided by {}", plugin.info.name,
-                                     backends_[size_t(plugin.type)]->plugin.info.path);
+                                     existing->plugin.info.path);
   }
   if (plugin.info.loaded) {
     auto state = std::make_unique<BackendState>();
@@ -59,7 +59,8 @@ BackendInfo Runtime::load(const std::string& path) {
     records_.push_back(state->plugin.info);
     log().info("plugin {} ({}) loaded from {}: {} device(s)", state->plugin.info.name,
                state->plugin.info.version, path, count);
-    backends_[size_t(state->plugin.type)] = std::move(state);
+    backends_[size_t(state->plugin.type)].store(state.get(), std::memory_order_release);
+    owned_.push_back(std::move(state));
     return records_.back();
   }
   records_.push_back(plugin.info);
@@ -67,8 +68,7 @@ BackendInfo Runtime::load(const std::string& path) {
 }
 
 const BackendState* Runtime::backend(DeviceType type) const {
-  std::lock_guard lock(mutex_);
-  return backends_[size_t(type)].get();
+  return backends_[size_t(type)].load(std::memory_order_acquire);
 }
 
 const BackendState& Runtime::require(Device device) const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,9 +37,11 @@ class Runtime {
 
  private:
   Runtime();
-  mutable std::mutex mutex_;  // guards records_ and backends_ while a plugin is being added
+  mutable std::mutex mutex_;  // guards records_ and owned_ while a plugin is being added
   std::vector<BackendInfo> records_;  // every plugin tried, in load order
-  std::array<std::unique_ptr<BackendState>, kNumDeviceTypes> backends_;
+  std::vector<std::unique_ptr<BackendState>> owned_;
+  // Published once a backend is complete and never changed after: op calls read it without a lock.
+  std::array<std::atomic<const BackendState*>, kNumDeviceTypes> backends_{};
   AllocatorConfig allocator_config_;
 };
 

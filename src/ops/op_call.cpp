@@ -10,14 +10,12 @@
 namespace xhal::ops {
 
 OpCall::OpCall(Op op, DType dtype, Device device, const Stream* stream) : device_(device) {
-  if (!DeviceManager::instance().has_device(device)) {
-    try {
-      Runtime::get().require(device);
-    } catch (const Error& e) {
-      throw Error(e.code(), fmt::format("xhal::ops::{}: argument 'out': {}", op_name(op), e.what()));
-    }
+  const BackendState* backend = nullptr;
+  try {
+    backend = &Runtime::get().require(device);
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("xhal::ops::{}: argument 'out': {}", op_name(op), e.what()));
   }
-  const BackendState& backend = Runtime::get().require(device);
   if (stream != nullptr && !(stream->device() == device)) {
     throw Error(Errc::invalid_argument,
                 fmt::format("xhal::ops::{}: argument 'stream': expected a stream of {} (the output's "
@@ -28,7 +26,7 @@ OpCall::OpCall(Op op, DType dtype, Device device, const Stream* stream) : device
   call_.dtype = static_cast<xhal_dtype>(dtype);
   call_.device_index = device.index;
   call_.stream = stream ? stream->native() : DeviceManager::instance().current_stream(device).native();
-  call_.host = &backend.plugin.context->host;
+  call_.host = &backend->plugin.context->host;
 }
 
 void OpCall::set(int slot, const TensorView& view) {
