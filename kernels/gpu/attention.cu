@@ -46,10 +46,11 @@ __global__ void __launch_bounds__(kGenericWarps * kWarpSize)
 }
 
 template <class E>
-xhal_status launch_generic(const xhal_op_call* c, bool batched, Sequences seqs, int64_t max_rows,
-                           char* msg, size_t len) {
+xhal_status launch_generic(const xhal_op_call* c, const AttnProblem& problem, char* msg, size_t len) {
   using T = typename E::T;
-  const AttnLayout a = layout_of(c, batched);
+  const Sequences& seqs = problem.seqs;
+  const int64_t max_rows = problem.max_rows;
+  const AttnLayout a = layout_of(c, problem.batched);
   const int64_t tasks = seqs.batch * a.Hq * max_rows;
   if (tasks == 0) return XHAL_OK;
   const size_t shared = size_t(kGenericWarps) * a.D * sizeof(float);
@@ -70,9 +71,7 @@ xhal_status launch_generic(const xhal_op_call* c, bool batched, Sequences seqs, 
 template <class E>
 struct GenericAttention {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const DLTensor* q = c->t[XHAL_SLOT_Q];
-    const Sequences seqs{nullptr, nullptr, q->shape[0], q->shape[1], c->t[XHAL_SLOT_K]->shape[1]};
-    return launch_generic<E>(c, true, seqs, q->shape[1], msg, len);
+    return launch_generic<E>(c, dense_problem(c), msg, len);
   }
 };
 
@@ -81,10 +80,7 @@ struct GenericAttention {
 template <class E>
 struct GenericAttentionVarlen {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const Sequences seqs{static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_Q]->data),
-                         static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_K]->data),
-                         c->t[XHAL_SLOT_CU_SEQLENS_Q]->shape[0] - 1, 0, 0};
-    return launch_generic<E>(c, false, seqs, c->params.max_seqlen_q, msg, len);
+    return launch_generic<E>(c, varlen_problem(c), msg, len);
   }
 };
 
@@ -140,9 +136,10 @@ void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequenc
 }
 
 template <class E>
-xhal_status launch_flash(const xhal_op_call* c, bool batched, Sequences seqs, int64_t max_rows,
-                         char* msg, size_t len) {
-  const AttnLayout a = layout_of(c, batched);
+xhal_status launch_flash(const xhal_op_call* c, const AttnProblem& problem, char* msg, size_t len) {
+  const Sequences& seqs = problem.seqs;
+  const int64_t max_rows = problem.max_rows;
+  const AttnLayout a = layout_of(c, problem.batched);
   if (seqs.batch * a.Hq * max_rows == 0) return XHAL_OK;
   switch (a.D) {
     // 128-row blocks (two row tiles per warp, or eight warps) halve the K/V traffic per row;
@@ -159,19 +156,14 @@ xhal_status launch_flash(const xhal_op_call* c, bool batched, Sequences seqs, in
 template <class E>
 struct FlashAttention {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const DLTensor* q = c->t[XHAL_SLOT_Q];
-    const Sequences seqs{nullptr, nullptr, q->shape[0], q->shape[1], c->t[XHAL_SLOT_K]->shape[1]};
-    return launch_flash<E>(c, true, seqs, q->shape[1], msg, len);
+    return launch_flash<E>(c, dense_problem(c), msg, len);
   }
 };
 
 template <class E>
 struct FlashAttentionVarlen {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const Sequences seqs{static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_Q]->data),
-                         static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_K]->data),
-                         c->t[XHAL_SLOT_CU_SEQLENS_Q]->shape[0] - 1, 0, 0};
-    return launch_flash<E>(c, false, seqs, c->params.max_seqlen_q, msg, len);
+    return launch_flash<E>(c, varlen_problem(c), msg, len);
   }
 };
 #endif

@@ -76,4 +76,25 @@ struct Sequences {
   }
 };
 
+// The rows an attention launch covers: batched [B,S,H,D] tensors with equal lengths, or packed
+// varlen tensors whose sequences come from cu_seqlens (rows per sequence up to max_seqlen_q).
+struct AttnProblem {
+  bool batched;
+  Sequences seqs;
+  int64_t max_rows;
+};
+
+inline AttnProblem dense_problem(const xhal_op_call* c) {
+  const DLTensor* q = c->t[XHAL_SLOT_Q];
+  return {true, {nullptr, nullptr, q->shape[0], q->shape[1], c->t[XHAL_SLOT_K]->shape[1]}, q->shape[1]};
+}
+
+inline AttnProblem varlen_problem(const xhal_op_call* c) {
+  return {false,
+          {static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_Q]->data),
+           static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_K]->data),
+           c->t[XHAL_SLOT_CU_SEQLENS_Q]->shape[0] - 1, 0, 0},
+          c->params.max_seqlen_q};
+}
+
 }  // namespace xhal::gpu
