@@ -28,18 +28,23 @@ xhal_status fast_run(const xhal_op_call* call, char*, size_t) {
   return XHAL_OK;
 }
 
+// Registers a priority-100 f32 rms_norm kernel for the CPU backend (as a plugin would).
+int64_t register_test_rms_norm(const char* name, const char* (*supports)(const xhal_op_call*)) {
+  xhal_kernel_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.name = name;
+  desc.op = XHAL_OP_RMS_NORM;
+  desc.dtype = XHAL_DTYPE_F32;
+  desc.priority = 100;
+  desc.supports = supports;
+  desc.run = fast_run;
+  return registry::register_kernel(DeviceType::cpu, desc);
+}
+
 class Registry : public ::testing::Test {
  protected:
   void SetUp() override {
-    xhal_kernel_desc desc{};
-    desc.struct_size = sizeof desc;
-    desc.name = "test.fast_rms_norm";
-    desc.op = XHAL_OP_RMS_NORM;
-    desc.dtype = XHAL_DTYPE_F32;
-    desc.priority = 100;
-    desc.supports = fast_supports;
-    desc.run = fast_run;
-    handle_ = registry::register_kernel(DeviceType::cpu, desc);
+    handle_ = register_test_rms_norm("test.fast_rms_norm", fast_supports);
     g_fast_runs = 0;
   }
   void TearDown() override {
@@ -142,14 +147,7 @@ TEST(RegistryNames, OpNamesRoundTrip) {
 TEST(RegistryEnv, ForceReferenceFromEnvironment) {
   // Run by ctest with XHAL_FORCE_REFERENCE=rms_norm,linear (see tests/CMakeLists.txt).
   if (std::getenv("XHAL_FORCE_REFERENCE") == nullptr) GTEST_SKIP() << "needs XHAL_FORCE_REFERENCE";
-  xhal_kernel_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.name = "test.env_rms_norm";
-  desc.op = XHAL_OP_RMS_NORM;
-  desc.dtype = XHAL_DTYPE_F32;
-  desc.priority = 100;
-  desc.run = fast_run;
-  const int64_t handle = registry::register_kernel(DeviceType::cpu, desc);
+  const int64_t handle = register_test_rms_norm("test.env_rms_norm", nullptr);
   std::vector<float> x(4, 1.0f), out(4, 0.0f);
   auto ex = registry::explain([&] {
     ops::rms_norm(TensorView(x.data(), DType::f32, {1, 4}), TensorView(x.data(), DType::f32, {4}),
