@@ -1,6 +1,7 @@
 // The op registry (include/xhal/registry.hpp): every CPU kernel is listed, dispatch takes the
 // highest-priority kernel that supports a call, explain() says why, XHAL_STRICT turns a fallback
-// into an error and XHAL_FORCE_REFERENCE picks the reference kernel.
+// into an error, XHAL_FORCE_REFERENCE picks the reference kernel and XHAL_DISABLE_KERNELS passes
+// named kernels over.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -51,6 +52,7 @@ class Registry : public ::testing::Test {
     registry::unregister_kernel(handle_);
     registry::set_strict(false);
     registry::set_force_reference({});
+    registry::set_disabled_kernels({});
   }
   void run_rms_norm(int64_t n) {
     x_.assign(size_t(n), 1.0f);
@@ -125,6 +127,33 @@ TEST_F(Registry, ForceReferenceSkipsOtherKernels) {
   run_rms_norm(4);
   EXPECT_EQ(g_fast_runs, 0);
   EXPECT_FLOAT_EQ(out_[0], 1.0f);
+}
+
+TEST_F(Registry, DisabledKernelIsPassedOverWithoutCountingAsFallback) {
+  registry::set_disabled_kernels({"test.fast_rms_norm"});
+  registry::set_strict(true);  // a disabled kernel is the user's choice, not a refusal
+  run_rms_norm(4);
+  EXPECT_EQ(g_fast_runs, 0);
+  EXPECT_FLOAT_EQ(out_[0], 1.0f);
+  auto ex = registry::explain([&] { run_rms_norm(4); });
+  ASSERT_EQ(ex.candidates.size(), 2u) << ex.str();
+  EXPECT_EQ(ex.candidates[0].reason, "disabled by XHAL_DISABLE_KERNELS");
+  EXPECT_TRUE(ex.candidates[1].taken);
+
+  // The names also apply to kernels registered afterwards.
+  const int64_t later = register_test_rms_norm("test.later_rms_norm", nullptr);
+  registry::set_disabled_kernels({"test.fast_rms_norm", "test.later_rms_norm"});
+  run_rms_norm(4);
+  EXPECT_EQ(g_fast_runs, 0);
+  registry::unregister_kernel(later);
+  const int64_t again = register_test_rms_norm("test.later_rms_norm", nullptr);
+  run_rms_norm(4);
+  EXPECT_EQ(g_fast_runs, 0);
+  registry::unregister_kernel(again);
+
+  registry::set_disabled_kernels({});
+  run_rms_norm(4);
+  EXPECT_EQ(g_fast_runs, 1);
 }
 
 TEST_F(Registry, UnregisteredKernelIsGone) {

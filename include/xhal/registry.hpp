@@ -70,9 +70,12 @@ Explanation explain(const std::function<void()>& call);
 int64_t register_kernel(DeviceType backend, const xhal_kernel_desc& desc);
 void unregister_kernel(int64_t handle);
 
-// Overrides of XHAL_STRICT and XHAL_FORCE_REFERENCE for this process.
+// Overrides of XHAL_STRICT, XHAL_FORCE_REFERENCE and XHAL_DISABLE_KERNELS for this process.
+// Disabled kernels are never picked (explain() says so); the names apply to kernels registered
+// later too, and a name no kernel has changes nothing.
 void set_strict(bool strict);
 void set_force_reference(const std::vector<Op>& ops);
+void set_disabled_kernels(const std::vector<std::string>& names);
 
 }  // namespace registry
 }  // namespace xhal

@@ -29,6 +29,9 @@ constexpr std::array kTable{
             "1: a call that a higher-priority kernel refuses is an error instead of falling back"},
     VarInfo{Var::force_reference, "XHAL_FORCE_REFERENCE", "",
             "comma-separated op names that always use their backend's reference kernel"},
+    VarInfo{Var::disable_kernels, "XHAL_DISABLE_KERNELS", "",
+            "comma-separated kernel names (as xhal-info lists them) never to pick; the next "
+            "kernel that supports the call runs instead"},
 };
 
 }  // namespace

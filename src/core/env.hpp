@@ -17,6 +17,7 @@ enum class Var {
   memory_limit,
   strict,
   force_reference,
+  disable_kernels,
 };
 
 struct VarInfo {

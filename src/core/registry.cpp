@@ -37,19 +37,29 @@ Registry& Registry::get() {
   return registry;
 }
 
+namespace {
+
+// The non-empty items of a comma-separated list.
+std::vector<std::string> split_list(std::string_view list) {
+  std::vector<std::string> items;
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    if (const std::string_view item = list.substr(0, comma); !item.empty()) items.emplace_back(item);
+    list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
+  }
+  return items;
+}
+
+}  // namespace
+
 Registry::Registry() {
   strict_ = env::flag(env::Var::strict);
   if (auto list = env::value(env::Var::force_reference)) {
     std::vector<Op> ops;
-    std::string_view rest = *list;
-    while (!rest.empty()) {
-      auto comma = rest.find(',');
-      std::string_view name = rest.substr(0, comma);
-      if (!name.empty()) ops.push_back(op_from_name(name));
-      rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-    }
+    for (const auto& name : split_list(*list)) ops.push_back(op_from_name(name));
     set_force_reference(ops);
   }
+  if (auto list = env::value(env::Var::disable_kernels)) set_disabled_kernels(split_list(*list));
 }
 
 size_t Registry::slot(Op op, DeviceType backend, DType dtype) {
@@ -67,6 +77,7 @@ int64_t Registry::add(DeviceType backend, const xhal_kernel_desc& desc) {
   std::unique_lock lock(mutex_);
   auto impl = std::make_shared<Impl>(Impl{next_handle_++, desc.name, desc});
   impl->desc.name = impl->name.c_str();
+  impl->disabled = std::find(disabled_.begin(), disabled_.end(), impl->name) != disabled_.end();
   auto& list = table_[slot(Op(desc.op), backend, DType(desc.dtype))];
   list.push_back(impl);
   std::stable_sort(list.begin(), list.end(),
@@ -102,8 +113,19 @@ void Registry::set_force_reference(const std::vector<Op>& ops) {
   for (Op op : ops) force_reference_[static_cast<size_t>(op)] = true;
 }
 
+void Registry::set_disabled_kernels(const std::vector<std::string>& names) {
+  std::unique_lock lock(mutex_);
+  disabled_ = names;
+  for (auto& list : table_) {
+    for (auto& impl : list) {
+      impl->disabled = std::find(names.begin(), names.end(), impl->name) != names.end();
+    }
+  }
+}
+
 const char* Registry::refusal(const Impl& impl, const xhal_op_call& call, bool reference_only,
                               bool* refused_better) const {
+  if (impl.disabled) return "disabled by XHAL_DISABLE_KERNELS";  // the user's choice: not a fallback
   if (reference_only && !impl.desc.is_reference) return "not the reference kernel (XHAL_FORCE_REFERENCE)";
   if (const char* why = impl.desc.supports ? impl.desc.supports(&call) : nullptr) {
     *refused_better = true;
@@ -222,6 +244,9 @@ int64_t register_kernel(DeviceType backend, const xhal_kernel_desc& desc) {
 void unregister_kernel(int64_t handle) { Registry::get().remove(handle); }
 void set_strict(bool strict) { Registry::get().set_strict(strict); }
 void set_force_reference(const std::vector<Op>& ops) { Registry::get().set_force_reference(ops); }
+void set_disabled_kernels(const std::vector<std::string>& names) {
+  Registry::get().set_disabled_kernels(names);
+}
 
 }  // namespace registry
 }  // namespace xhal

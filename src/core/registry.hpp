@@ -30,6 +30,7 @@ class Registry {
 
   void set_strict(bool strict) { strict_ = strict; }
   void set_force_reference(const std::vector<Op>& ops);
+  void set_disabled_kernels(const std::vector<std::string>& names);
 
  private:
   Registry();
@@ -37,6 +38,7 @@ class Registry {
     int64_t handle;
     std::string name;
     xhal_kernel_desc desc;  // desc.name points at `name`
+    bool disabled = false;  // named in XHAL_DISABLE_KERNELS
   };
   static size_t slot(Op op, DeviceType backend, DType dtype);
   // Why `impl` is refused for `call`, or nullptr when it may run; `refused_better` records that a
@@ -51,6 +53,7 @@ class Registry {
   int64_t next_handle_ = 1;
   std::atomic<bool> strict_{false};
   std::array<bool, kNumOps> force_reference_{};
+  std::vector<std::string> disabled_;
 };
 
 }  // namespace xhal
