@@ -12,10 +12,12 @@ struct RowShape {
   Layout layout;
 };
 
-// Odd sizes, rank 3, an empty batch, and a padded (strided) layout.
+// Odd sizes, rank 3, an empty batch, a padded (strided) layout, and rows long enough for each
+// GPU kernel shape (one warp, two and four warps per row, rows past the registers).
 const std::vector<RowShape> kRowShapes = {
     {{1, 1}, {}},       {{7, 129}, {}},        {{129, 1000}, {}}, {{3, 5, 64}, {}},
     {{0, 64}, {}},      {{33, 96}, {{}, 5}},   {{2, 7, 80}, {{1, 0, 2}, 3}},
+    {{9, 2056}, {}},    {{5, 4096}, {}},       {{3, 8200}, {}},   {{2, 20000}, {}},
 };
 
 TEST_P(Conformance, RmsNorm) {
