@@ -33,7 +33,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 build=build-gpu
 start=$(date +%s)
 if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=ON \
-     -DXHAL_CUDA_ARCHITECTURES=90 ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} >"$out/configure.log" 2>&1 &&
+     -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} >"$out/configure.log" 2>&1 &&
    cmake --build "$build" -j16 >"$out/build.log" 2>&1; then
   note "build: ok in $(( $(date +%s) - start )) s (dlpack from ${dlpack:-?})"
 else
@@ -51,6 +51,12 @@ grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$out/ctest.log" | head -n 1
 "$build/bin/xhal_conformance" --gtest_filter='*cuda_*' >"$out/conformance-cuda.log" 2>&1
 note "conformance cuda: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda.log" | tr '\n' ' ')"
 grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda.log" | head -n 20
+# The same attention cases through the mma.sync kernel, which the wgmma one takes over on sm_90.
+wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma"
+XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal_conformance" --gtest_filter='*Attention*/cuda_*' \
+  >"$out/conformance-cuda-mma.log" 2>&1
+note "conformance cuda attention, wgmma disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-mma.log" | tr '\n' ' ')"
+grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda-mma.log" | head -n 10
 
 "$build/bin/llama_block" >"$out/llama_block.txt" 2>&1
 note "llama_block on cuda: exit $? $(grep -E '^vs cpu' "$out/llama_block.txt")"
@@ -66,6 +72,10 @@ fi
 note "xhal-bench: exit $?"
 grep -E "^(ceiling|rms|fused|swiglu|rope|attention|paged|linear)" "$out/bench.txt" |
   sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 20
+XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
+  --benchmark_filter='^attention' >"$out/bench-mma.txt" 2>&1
+note "xhal-bench attention with the mma.sync kernel: exit $?"
+grep -E "^attention" "$out/bench-mma.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 6
 
 if [ -f bench/peers/torch_compare.py ]; then
   PYTHONUNBUFFERED=1 timeout 500 python3 bench/peers/torch_compare.py --lib "$build/lib/libxhal.so" \

@@ -168,6 +168,7 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   register_swiglu_kernels(host);
   register_rope_kernels(host);
   register_attention_kernels(host);
+  register_attention_sm90_kernels(host);
   register_paged_attention_kernels(host);
   register_cublaslt_linear(host);
   return XHAL_OK;

@@ -3,6 +3,7 @@
 // (attention_generic.cuh) for everything else.
 #include "attention_generic.cuh"
 #include "flash_attention.cuh"
+#include "flash_launch.cuh"
 
 
 namespace xhal::gpu {
@@ -85,87 +86,25 @@ struct GenericAttentionVarlen {
 };
 
 #if !defined(__HIPCC__)
-// The flash kernel's conditions: 16-bit types (it is only registered for them), D == Dv in
-// {64, 80, 96, 128, 256}, 16-byte aligned q/k/v rows and 4-byte aligned output pairs.
-inline const char* flash_supports(const xhal_op_call* c) {
-  const DLTensor *q = c->t[XHAL_SLOT_Q], *k = c->t[XHAL_SLOT_K], *v = c->t[XHAL_SLOT_V];
-  const DLTensor* out = c->t[XHAL_SLOT_OUT];
-  const int64_t D = q->shape[q->ndim - 1];
-  if (v->shape[v->ndim - 1] != D) return "value head dim differs from the query head dim";
-  if (D != 64 && D != 80 && D != 96 && D != 128 && D != 256) return "head dim not in {64, 80, 96, 128, 256}";
-  for (const DLTensor* t : {q, k, v}) {
-    if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "q/k/v not 16-byte aligned";
-    if (t->strides[t->ndim - 3] > (int64_t(1) << 24)) return "sequence stride above 2^24 elements";
-    if (t->shape[t->ndim - 3] >= (int64_t(1) << 31)) return "more than 2^31 tokens";
-    for (int d = 0; d + 1 < t->ndim; ++d) {
-      if ((t->strides[d] * 2) % 16 != 0) return "q/k/v strides not multiples of 8 elements";
+// The mma.sync kernel's tile for each head dim: 128-row blocks (two row tiles per warp) halve
+// the K/V traffic per row; 256 keeps 64 rows to stay within the registers.
+struct MmaFlash {
+  static constexpr const char* kName = "flash attention";
+  template <class E>
+  static void launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
+    switch (a.D) {
+      case 64: launch_flash_tile<E, MmaFlashKernels, FlashTile<64, 64, 2>>(c, a, seqs, max_rows); break;
+      case 80: launch_flash_tile<E, MmaFlashKernels, FlashTile<80, 64, 2>>(c, a, seqs, max_rows); break;
+      case 96: launch_flash_tile<E, MmaFlashKernels, FlashTile<96, 32, 2>>(c, a, seqs, max_rows); break;
+      case 128: launch_flash_tile<E, MmaFlashKernels, FlashTile<128, 32, 2>>(c, a, seqs, max_rows); break;
+      default: launch_flash_tile<E, MmaFlashKernels, FlashTile<256, 32, 1>>(c, a, seqs, max_rows); break;
     }
   }
-  if (reinterpret_cast<uintptr_t>(out->data) % 4 != 0) return "out not 4-byte aligned";
-  for (int d = 0; d + 1 < out->ndim; ++d) {
-    if (out->strides[d] % 2 != 0) return "out strides not even";
-  }
-  return nullptr;
-}
-
-template <class E, class Tile>
-void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
-                       int64_t max_rows) {
-  using T = typename E::T;
-  const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
-  const dim3 grid(unsigned(m_tiles), unsigned(a.Hq), unsigned(seqs.batch));
-  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
-  // Once per tile shape, for both kernels (they share one function-pointer type, so `go` below is
-  // a single instantiation): above 48 KiB of shared memory needs opting in.
-  static const bool shared_raised = [] {
-    for (const void* k : {reinterpret_cast<const void*>(flash_attention_kernel<E, Tile, true>),
-                          reinterpret_cast<const void*>(flash_attention_kernel<E, Tile, false>)}) {
-      gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes));
-    }
-    return true;
-  }();
-  (void)shared_raised;
-  auto go = [&](auto kernel) {
-    kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
-        static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
-        static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
-        lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
-  };
-  if (c->params.softcap > 0.0f) go(flash_attention_kernel<E, Tile, true>);
-  else go(flash_attention_kernel<E, Tile, false>);
-}
-
-template <class E>
-xhal_status launch_flash(const xhal_op_call* c, const AttnProblem& problem, char* msg, size_t len) {
-  const Sequences& seqs = problem.seqs;
-  const int64_t max_rows = problem.max_rows;
-  const AttnLayout a = layout_of(c, problem.batched);
-  if (seqs.batch * a.Hq * max_rows == 0) return XHAL_OK;
-  switch (a.D) {
-    // 128-row blocks (two row tiles per warp, or eight warps) halve the K/V traffic per row;
-    // 256 keeps 64 rows to stay within the registers.
-    case 64: launch_flash_tile<E, FlashTile<64, 64, 2>>(c, a, seqs, max_rows); break;
-    case 80: launch_flash_tile<E, FlashTile<80, 64, 2>>(c, a, seqs, max_rows); break;
-    case 96: launch_flash_tile<E, FlashTile<96, 32, 2>>(c, a, seqs, max_rows); break;
-    case 128: launch_flash_tile<E, FlashTile<128, 32, 2>>(c, a, seqs, max_rows); break;
-    default: launch_flash_tile<E, FlashTile<256, 32, 1>>(c, a, seqs, max_rows); break;
-  }
-  return launch_status(msg, len, "flash attention");
-}
-
-template <class E>
-struct FlashAttention {
-  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return launch_flash<E>(c, dense_problem(c), msg, len);
-  }
 };
-
 template <class E>
-struct FlashAttentionVarlen {
-  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return launch_flash<E>(c, varlen_problem(c), msg, len);
-  }
-};
+using MmaFlashDense = FlashDense<MmaFlash, E>;
+template <class E>
+using MmaFlashVarlen = FlashVarlen<MmaFlash, E>;
 #endif
 
 }  // namespace
@@ -178,8 +117,8 @@ void register_attention_kernels(const xhal_host_api* host) {
                                                  XHAL_OP_ATTENTION_VARLEN, generic);
 #if !defined(__HIPCC__)
   const kernels::KernelTraits flash{10, false, flash_supports};
-  register_half_kernels<FlashAttention>(host, "cuda.flash_attention_mma", XHAL_OP_ATTENTION, flash);
-  register_half_kernels<FlashAttentionVarlen>(host, "cuda.flash_attention_varlen_mma",
+  register_half_kernels<MmaFlashDense>(host, "cuda.flash_attention_mma", XHAL_OP_ATTENTION, flash);
+  register_half_kernels<MmaFlashVarlen>(host, "cuda.flash_attention_varlen_mma",
                                               XHAL_OP_ATTENTION_VARLEN, flash);
 #endif
 }

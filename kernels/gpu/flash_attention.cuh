@@ -13,6 +13,7 @@
 #if !defined(__HIPCC__)
 
 #include "attention_layout.cuh"
+#include "flash_rows.cuh"
 #include "mma_sm80.cuh"
 
 namespace xhal::gpu {
@@ -66,40 +67,24 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   T* sK = sQ + kBlockM * kStride;      // [2][kBlockN][kStride]
   T* sV = sK + 2 * kBlockN * kStride;  // [2][kBlockN][kStride]
 
-  const int64_t b = blockIdx.z, head = blockIdx.y;
-  const int64_t m_tile = m_tiles - 1 - blockIdx.x;  // the longest (causal) tiles start first
-  int64_t q0, Sq, k0, Sk;
-  seqs.span(b, &q0, &Sq, &k0, &Sk);
-  const int64_t i0 = m_tile * kBlockM;
-  if (i0 >= Sq) return;
-  const int64_t hk = head / a.group;
-  const T* qb = q + b * a.q[0] + q0 * a.q[1] + head * a.q[2];
-  const T* kb = k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2];
-  const T* vb = v + b * a.v[0] + k0 * a.v[1] + hk * a.v[2];
+  FlashBlock<T> blk;
+  if (!blk.locate(q, k, v, a, seqs, mask, m_tiles, kBlockM, kBlockN)) return;
+  const int64_t i0 = blk.i0, Sq = blk.Sq, Sk = blk.Sk, kv_begin = blk.kv_begin, kv_end = blk.kv_end;
+  const T *qb = blk.qb, *kb = blk.kb, *vb = blk.vb;
 
-  // Visible ranges grow with the row, so the block's keys are [lo of its first row, hi of its last).
-  int64_t lo_first, hi_first, lo_last, hi_last;
-  mask.visible(i0, Sq, Sk, &lo_first, &hi_first);
-  mask.visible((i0 + kBlockM < Sq ? i0 + kBlockM : Sq) - 1, Sq, Sk, &lo_last, &hi_last);
-  const int64_t kv_begin = lo_first / kBlockN * kBlockN, kv_end = hi_last;
-
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, tig = lane % 4;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4;
   constexpr int R = Tile::kRowTiles;
   constexpr int W = Tile::kWarps;
   // Row tile r of this warp is tile r * W + warp of the block: rows i0 + (r * W + warp) * 16 + ...
-  // Visible key ranges of this thread's rows, relative to kv_begin, in 32 bits (a sequence's
-  // keys fit in int32: flash_supports).
-  int row_lo[R][2], row_hi[R][2];
+  // Visible key ranges are kept relative to kv_begin, in 32 bits (a sequence's keys fit in int32:
+  // flash_supports).
+  int64_t row_index[R][2];
+  SoftmaxRows rows[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    for (int h = 0; h < 2; ++h) {
-      const int64_t i = i0 + (r * W + warp) * 16 + group + h * 8;
-      int64_t lo = 0, hi = 0;
-      if (i < Sq) mask.visible(i, Sq, Sk, &lo, &hi);
-      else lo = hi = kv_begin;
-      row_lo[r][h] = int(lo - kv_begin);
-      row_hi[r][h] = int(hi - kv_begin);
-    }
+    row_index[r][0] = i0 + (r * W + warp) * 16 + group;
+    row_index[r][1] = row_index[r][0] + 8;
+    rows[r].set_ranges(mask, row_index[r], Sq, Sk, kv_begin);
   }
 
   load_tile<T, kBlockM, D, kStride, kThreads>(sQ, qb, a.q[1], i0, Sq);
@@ -128,13 +113,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int t = 0; t < Tile::kOTiles; ++t) o[r][t][0] = o[r][t][1] = o[r][t][2] = o[r][t][3] = 0.0f;
-  float row_max[R][2], row_sum[R][2];
-#pragma unroll
-  for (int r = 0; r < R; ++r) row_max[r][0] = row_max[r][1] = -INFINITY, row_sum[r][0] = row_sum[r][1] = 0.0f;
-  constexpr float kLog2e = 1.4426950408889634f;
-  const float scale_log2 = mask.scale * kLog2e;
-  const float scale_over_cap = kSoftcap ? mask.scale / mask.softcap : 0.0f;
-  const float cap_log2 = mask.softcap * kLog2e;
+  const ScoreScale scale(mask);
 
   int stage = 0;
   for (int64_t j0 = kv_begin; j0 < kv_end; j0 += kBlockN, stage ^= 1) {
@@ -179,64 +158,18 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       }
     }
 
-    // Scores in log2 units, masked where the tile crosses a row's visible range; then the online
-    // softmax of this thread's rows.
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      float tile_max[2] = {-INFINITY, -INFINITY};
-      const int jt = int(j0 - kv_begin);  // this tile's first key, relative to kv_begin
-      const bool inside = jt >= row_lo[r][0] && jt >= row_lo[r][1] && jt + kBlockN <= row_hi[r][0] &&
-                          jt + kBlockN <= row_hi[r][1];
-#pragma unroll
-      for (int t = 0; t < Tile::kSTiles; ++t) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int h = c / 2;
-          float x;
-          if constexpr (kSoftcap) x = cap_log2 * tanhf(s[r][t][c] * scale_over_cap);
-          else x = s[r][t][c] * scale_log2;
-          if (!inside) {
-            const int j = jt + t * 8 + tig * 2 + (c & 1);
-            if (j < row_lo[r][h] || j >= row_hi[r][h]) x = -INFINITY;
-          }
-          s[r][t][c] = x;
-          tile_max[h] = fmaxf(tile_max[h], x);
-        }
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
-        const float m_new = fmaxf(row_max[r][h], tile_max[h]);
-        const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing visible yet
-        const float correction = sm80::fast_exp2(row_max[r][h] - base);
-        row_max[r][h] = m_new;
-        row_sum[r][h] *= correction;
-        // Once the running max settles most tiles leave it unchanged: skip the rescale then.
-        if (__any_sync(0xffffffffu, correction != 1.0f)) {
-#pragma unroll
-          for (int t = 0; t < Tile::kOTiles; ++t) o[r][t][2 * h] *= correction, o[r][t][2 * h + 1] *= correction;
-        }
-#pragma unroll
-        for (int t = 0; t < Tile::kSTiles; ++t) {
-          s[r][t][2 * h] = sm80::fast_exp2(s[r][t][2 * h] - base);
-          s[r][t][2 * h + 1] = sm80::fast_exp2(s[r][t][2 * h + 1] - base);
-          row_sum[r][h] += s[r][t][2 * h] + s[r][t][2 * h + 1];
-        }
-      }
+      float correction[2];
+      online_softmax<kSoftcap>(s[r], rows[r], int(j0 - kv_begin), scale, correction);
+      rescale(o[r], correction);
     }
-
 
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
       uint32_t pa[R][4];
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        pa[r][0] = sm80::pack2<E>(s[r][2 * kk][0], s[r][2 * kk][1]);
-        pa[r][1] = sm80::pack2<E>(s[r][2 * kk][2], s[r][2 * kk][3]);
-        pa[r][2] = sm80::pack2<E>(s[r][2 * kk + 1][0], s[r][2 * kk + 1][1]);
-        pa[r][3] = sm80::pack2<E>(s[r][2 * kk + 1][2], s[r][2 * kk + 1][3]);
-      }
+      for (int r = 0; r < R; ++r) probabilities_as_a<E>(s[r], kk, pa[r]);
 #pragma unroll
       for (int p = 0; p < Tile::kOTiles / 2; ++p) {
         uint32_t bf[4];
@@ -251,30 +184,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     __syncthreads();  // this stage is reloaded by the next iteration but one
   }
 
-  constexpr float kLn2 = 0.6931471805599453f;
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float sum = row_sum[r][h];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int64_t i = i0 + (r * W + warp) * 16 + group + h * 8;
-      if (i >= Sq) continue;
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // no visible key: 0 and lse = -inf
-      T* orow = out + b * a.o[0] + (q0 + i) * a.o[1] + head * a.o[2];
-#pragma unroll
-      for (int t = 0; t < Tile::kOTiles; ++t) {
-        *reinterpret_cast<uint32_t*>(orow + t * 8 + tig * 2) =
-            sm80::pack2<E>(o[r][t][2 * h] * inv, o[r][t][2 * h + 1] * inv);
-      }
-      if (lse != nullptr && tig == 0) {
-        lse[b * a.lse[0] + head * a.lse[1] + (q0 + i) * a.lse[2]] =
-            sum > 0.0f ? row_max[r][h] * kLn2 + logf(sum) : -INFINITY;
-      }
-    }
-  }
+  for (int r = 0; r < R; ++r) store_rows<E>(o[r], rows[r], row_index[r], Sq, out, a, blk.b, blk.head, blk.q0, lse);
 }
+
+template <class E, class Tile, bool kSoftcap>
+struct MmaFlashKernels {
+  static constexpr auto kernel = &flash_attention_kernel<E, Tile, kSoftcap>;
+};
 
 }  // namespace xhal::gpu
 

@@ -45,6 +45,8 @@ const std::vector<AttnCase> kDenseCases = {
     {1, 40, 70, 3, 1, 64, 64, {.window_left = 5, .window_right = 3}},
     {2, 17, 17, 4, 1, 128, 128, {.scale = 0.3f, .causal = true, .softcap = 5.0f}},
     {1, 1000, 1000, 1, 1, 64, 64, {.causal = true}},
+    {1, 300, 517, 4, 2, 128, 128, {.causal = true}},            // several 128-key tiles, GQA
+    {2, 200, 385, 2, 1, 128, 128, {}},                           // a partial last key tile, MQA
     {0, 5, 5, 4, 2, 64, 64, {.causal = true}},                   // empty batch
     {1, 3, 0, 2, 1, 64, 64, {}},                                 // no keys at all
 };
@@ -73,6 +75,7 @@ TEST_P(Conformance, AttentionVarlen) {
   };
   for (const Case& c : {Case{{7, 0, 129, 1}, {7, 3, 129, 40}, 8, 2, 64, {.causal = true}},
                         Case{{1, 33}, {1, 33}, 4, 4, 128, {}},
+                        Case{{130, 257}, {300, 257}, 4, 2, 128, {.causal = true}},
                         Case{{5, 9}, {20, 9}, 8, 1, 96, {.causal = true, .window_left = 4}},
                         Case{{}, {}, 4, 2, 64, {}}}) {
     SCOPED_TRACE(fmt::format("q_lens [{}] k_lens [{}] Hq {} Hkv {} D {}", fmt::join(c.q_lens, ","),

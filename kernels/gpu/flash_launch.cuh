@@ -1,0 +1,89 @@
+// Host side shared by the flash-attention kernels (mma.sync and wgmma): the conditions they all
+// need and the launch of one tile shape.
+#pragma once
+
+#if !defined(__HIPCC__)
+
+#include "attention_layout.cuh"
+
+namespace xhal::gpu {
+
+// The flash kernels' conditions: 16-bit types (they are only registered for them), D == Dv in
+// {64, 80, 96, 128, 256}, 16-byte aligned q/k/v rows and 4-byte aligned output pairs.
+inline const char* flash_supports(const xhal_op_call* c) {
+  const DLTensor *q = c->t[XHAL_SLOT_Q], *k = c->t[XHAL_SLOT_K], *v = c->t[XHAL_SLOT_V];
+  const DLTensor* out = c->t[XHAL_SLOT_OUT];
+  const int64_t D = q->shape[q->ndim - 1];
+  if (v->shape[v->ndim - 1] != D) return "value head dim differs from the query head dim";
+  if (D != 64 && D != 80 && D != 96 && D != 128 && D != 256) return "head dim not in {64, 80, 96, 128, 256}";
+  for (const DLTensor* t : {q, k, v}) {
+    if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "q/k/v not 16-byte aligned";
+    if (t->strides[t->ndim - 3] > (int64_t(1) << 24)) return "sequence stride above 2^24 elements";
+    if (t->shape[t->ndim - 3] >= (int64_t(1) << 31)) return "more than 2^31 tokens";
+    for (int d = 0; d + 1 < t->ndim; ++d) {
+      if ((t->strides[d] * 2) % 16 != 0) return "q/k/v strides not multiples of 8 elements";
+    }
+  }
+  if (reinterpret_cast<uintptr_t>(out->data) % 4 != 0) return "out not 4-byte aligned";
+  for (int d = 0; d + 1 < out->ndim; ++d) {
+    if (out->strides[d] % 2 != 0) return "out strides not even";
+  }
+  return nullptr;
+}
+
+// Launches Kernels<E, Tile, softcap>::kernel over the (query tile, head, sequence) grid.
+template <class E, template <class, class, bool> class Kernels, class Tile>
+void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
+                       int64_t max_rows) {
+  using T = typename E::T;
+  const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
+  const dim3 grid(unsigned(m_tiles), unsigned(a.Hq), unsigned(seqs.batch));
+  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
+  // Once per tile shape, for both kernels (they share one function-pointer type, so `go` below is
+  // a single instantiation): above 48 KiB of shared memory needs opting in.
+  static const bool shared_raised = [] {
+    for (const void* k : {reinterpret_cast<const void*>(Kernels<E, Tile, true>::kernel),
+                          reinterpret_cast<const void*>(Kernels<E, Tile, false>::kernel)}) {
+      gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes));
+    }
+    return true;
+  }();
+  (void)shared_raised;
+  auto go = [&](auto kernel) {
+    kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
+        static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
+        static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
+        lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
+  };
+  if (c->params.softcap > 0.0f) go(Kernels<E, Tile, true>::kernel);
+  else go(Kernels<E, Tile, false>::kernel);
+}
+
+// The attention and attention_varlen entry points of a flash kernel family: Family::launch<E>
+// picks the tile shape for the head dim and launches; Family::kName names it in launch errors.
+template <class Family, class E>
+xhal_status run_flash(const xhal_op_call* c, const AttnProblem& problem, char* msg, size_t len) {
+  const AttnLayout a = layout_of(c, problem.batched);
+  if (problem.seqs.batch * a.Hq * problem.max_rows == 0) return XHAL_OK;
+  Family::template launch<E>(c, a, problem.seqs, problem.max_rows);
+  return launch_status(msg, len, Family::kName);
+}
+
+template <class Family, class E>
+struct FlashDense {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    return run_flash<Family, E>(c, dense_problem(c), msg, len);
+  }
+};
+
+// cu_seqlens stay on the device: sequences longer than max_seqlen_q are cut at it (docs/ops.md).
+template <class Family, class E>
+struct FlashVarlen {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    return run_flash<Family, E>(c, varlen_problem(c), msg, len);
+  }
+};
+
+}  // namespace xhal::gpu
+
+#endif

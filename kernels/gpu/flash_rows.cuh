@@ -1,0 +1,173 @@
+// What the flash-attention kernels share, whatever computes their scores: the rows and keys a block
+// covers, the online softmax over a score tile, and the final normalisation and store. Scores and
+// the output accumulator are in the m16n8 accumulator layout that mma.sync and wgmma share: a
+// thread holds, for each 8-column tile t, columns 8t + 2 * tig + {0, 1} of two rows (h = 0: row
+// group, h = 1: row group + 8).
+#pragma once
+
+#if !defined(__HIPCC__)
+
+#include "attention_layout.cuh"
+#include "mma_sm80.cuh"
+
+namespace xhal::gpu {
+
+// The query rows [i0, i0 + kBlockM) of one (sequence, head) that block blockIdx covers, and the
+// key range [kv_begin, kv_end) some of them may see (visible ranges grow with the row, so it runs
+// from the first row's lo, rounded down to a key tile, to the last row's hi).
+template <class T>
+struct FlashBlock {
+  int64_t b, head, q0, Sq, Sk, i0, kv_begin, kv_end;
+  const T *qb, *kb, *vb;  // this (sequence, head)'s first row of q, k and v
+
+  // False when the block has no rows (a varlen sequence shorter than the longest).
+  __device__ bool locate(const T* q, const T* k, const T* v, const AttnLayout& a, const Sequences& seqs,
+                         const Mask& mask, int64_t m_tiles, int block_m, int block_n) {
+    b = blockIdx.z, head = blockIdx.y;
+    const int64_t m_tile = m_tiles - 1 - blockIdx.x;  // the longest (causal) tiles start first
+    int64_t k0;
+    seqs.span(b, &q0, &Sq, &k0, &Sk);
+    i0 = m_tile * block_m;
+    if (i0 >= Sq) return false;
+    const int64_t hk = head / a.group;
+    qb = q + b * a.q[0] + q0 * a.q[1] + head * a.q[2];
+    kb = k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2];
+    vb = v + b * a.v[0] + k0 * a.v[1] + hk * a.v[2];
+    int64_t lo_first, hi_first, lo_last, hi_last;
+    mask.visible(i0, Sq, Sk, &lo_first, &hi_first);
+    mask.visible((i0 + block_m < Sq ? i0 + block_m : Sq) - 1, Sq, Sk, &lo_last, &hi_last);
+    kv_begin = lo_first / block_n * block_n;
+    kv_end = hi_last;
+    return true;
+  }
+};
+
+// The running state of a thread's two rows and the key range [lo, hi) each may see, relative to
+// the first key tile of the block.
+struct SoftmaxRows {
+  float max[2] = {-INFINITY, -INFINITY};
+  float sum[2] = {0.0f, 0.0f};
+  int lo[2], hi[2];
+
+  // i: the two rows' indices; rows at or past Sq see nothing.
+  __device__ void set_ranges(const Mask& mask, const int64_t (&i)[2], int64_t Sq, int64_t Sk,
+                             int64_t kv_begin) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      int64_t l = kv_begin, u = kv_begin;
+      if (i[h] < Sq) mask.visible(i[h], Sq, Sk, &l, &u);
+      lo[h] = int(l - kv_begin);
+      hi[h] = int(u - kv_begin);
+    }
+  }
+};
+
+// Score scaling in log2 units (log2(e) folded in), with or without a softcap.
+struct ScoreScale {
+  float scale_log2, scale_over_cap, cap_log2;
+  __device__ explicit ScoreScale(const Mask& mask) {
+    constexpr float kLog2e = 1.4426950408889634f;
+    scale_log2 = mask.scale * kLog2e;
+    scale_over_cap = mask.softcap > 0.0f ? mask.scale / mask.softcap : 0.0f;
+    cap_log2 = mask.softcap * kLog2e;
+  }
+};
+
+// Turns the raw scores s of key tile [jt, jt + 8 * kSTiles) into probabilities (unnormalised,
+// relative to the running max), masks keys outside each row's range and updates the running max
+// and sum. correction[h]: the factor the output accumulator's row h must be scaled by (rescale()).
+template <bool kSoftcap, int kSTiles>
+__device__ inline void online_softmax(float (&s)[kSTiles][4], SoftmaxRows& rows, int jt,
+                                      const ScoreScale& sc, float (&correction)[2]) {
+  const int tig = threadIdx.x % 4;
+  float tile_max[2] = {-INFINITY, -INFINITY};
+  constexpr int kKeys = 8 * kSTiles;
+  const bool inside = jt >= rows.lo[0] && jt >= rows.lo[1] && jt + kKeys <= rows.hi[0] &&
+                      jt + kKeys <= rows.hi[1];
+#pragma unroll
+  for (int t = 0; t < kSTiles; ++t) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int h = c / 2;
+      float x;
+      if constexpr (kSoftcap) x = sc.cap_log2 * tanhf(s[t][c] * sc.scale_over_cap);
+      else x = s[t][c] * sc.scale_log2;
+      if (!inside) {
+        const int j = jt + t * 8 + tig * 2 + (c & 1);
+        if (j < rows.lo[h] || j >= rows.hi[h]) x = -INFINITY;
+      }
+      s[t][c] = x;
+      tile_max[h] = fmaxf(tile_max[h], x);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
+    tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
+    const float m_new = fmaxf(rows.max[h], tile_max[h]);
+    const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing visible yet
+    correction[h] = sm80::fast_exp2(rows.max[h] - base);
+    rows.max[h] = m_new;
+    rows.sum[h] *= correction[h];
+#pragma unroll
+    for (int t = 0; t < kSTiles; ++t) {
+      s[t][2 * h] = sm80::fast_exp2(s[t][2 * h] - base);
+      s[t][2 * h + 1] = sm80::fast_exp2(s[t][2 * h + 1] - base);
+      rows.sum[h] += s[t][2 * h] + s[t][2 * h + 1];
+    }
+  }
+}
+
+// Scales the output accumulator's rows by online_softmax's corrections; once the running max
+// settles most tiles leave it unchanged, and the multiplies are skipped.
+template <int kOTiles>
+__device__ inline void rescale(float (&o)[kOTiles][4], const float (&correction)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (__any_sync(0xffffffffu, correction[h] != 1.0f)) {
+#pragma unroll
+      for (int t = 0; t < kOTiles; ++t) o[t][2 * h] *= correction[h], o[t][2 * h + 1] *= correction[h];
+    }
+  }
+}
+
+// Probabilities of keys [16 kk, 16 kk + 16) as the A operand of the next mma (16-bit pairs).
+template <class E, int kSTiles>
+__device__ inline void probabilities_as_a(const float (&s)[kSTiles][4], int kk, uint32_t (&pa)[4]) {
+  pa[0] = sm80::pack2<E>(s[2 * kk][0], s[2 * kk][1]);
+  pa[1] = sm80::pack2<E>(s[2 * kk][2], s[2 * kk][3]);
+  pa[2] = sm80::pack2<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  pa[3] = sm80::pack2<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
+// Divides the thread's two output rows by their sums and stores them (and the lse when asked);
+// i: the rows' indices within the sequence, rows at or past Sq are not written.
+template <class E, int kOTiles>
+__device__ inline void store_rows(const float (&o)[kOTiles][4], const SoftmaxRows& rows,
+                                  const int64_t (&i)[2], int64_t Sq, typename E::T* out, const AttnLayout& a,
+                                  int64_t b, int64_t head, int64_t q0, float* lse) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  const int tig = threadIdx.x % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = rows.sum[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (i[h] >= Sq) continue;
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // no visible key: 0 and lse = -inf
+    typename E::T* orow = out + b * a.o[0] + (q0 + i[h]) * a.o[1] + head * a.o[2];
+#pragma unroll
+    for (int t = 0; t < kOTiles; ++t) {
+      *reinterpret_cast<uint32_t*>(orow + t * 8 + tig * 2) =
+          sm80::pack2<E>(o[t][2 * h] * inv, o[t][2 * h + 1] * inv);
+    }
+    if (lse != nullptr && tig == 0) {
+      lse[b * a.lse[0] + head * a.lse[1] + (q0 + i[h]) * a.lse[2]] =
+          sum > 0.0f ? rows.max[h] * kLn2 + logf(sum) : -INFINITY;
+    }
+  }
+}
+
+}  // namespace xhal::gpu
+
+#endif

@@ -1,0 +1,158 @@
+// NVIDIA Hopper warpgroup MMA (wgmma, sm_90a): a warpgroup of 4 warps multiplies a 64-row A tile
+// (from shared memory or registers) by an N-column B tile in shared memory, asynchronously, into
+// f32 accumulators. Accumulators use the m16n8 layout of mma.sync per warp: warp w of the group
+// holds rows 16w..16w+15, as float d[N / 8][4] (mma_sm80.cuh); an A operand in registers has the
+// mma.sync A layout per warp as well (PTX ISA, "Register Fragments", wgmma .m64nNk16).
+//
+// Shared-memory operands use the 128-byte swizzle: a tile is stored as 64-column blocks of rows
+// of 128 bytes, and 16-byte chunk c of row r sits at chunk c ^ (r % 8), each block 1024-byte
+// aligned. The same bytes serve as a K-major operand (rows = M or N, e.g. Q and K) and as an
+// MN-major one (rows = K, e.g. V, read transposed).
+#pragma once
+
+#if !defined(__HIPCC__)
+
+#include <cstdint>
+
+#include "element.cuh"
+#include "mma_sm80.cuh"
+
+// wgmma exists only in code built for sm_90a; elsewhere the kernels that use it compile empty and
+// are never selected (XHAL_CUDA_SM90A tells the host side).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define XHAL_WGMMA_DEVICE 1
+#else
+#define XHAL_WGMMA_DEVICE 0
+#endif
+
+namespace xhal::gpu::sm90 {
+
+// Byte offset of element (r, c) of a kRows-row tile in the 128-byte-swizzled layout.
+template <int kRows>
+__host__ __device__ constexpr int swizzled_offset(int r, int c, int elt_bytes) {
+  const int per_row = 128 / elt_bytes;  // elements in a 128-byte row
+  const int chunk = (c % per_row) * elt_bytes / 16;
+  return (c / per_row) * kRows * 128 + r * 128 + ((chunk ^ (r % 8)) * 16) + (c * elt_bytes) % 16;
+}
+
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address, leading
+// and stride byte offsets (16-byte units) and the 128-byte swizzle mode. K-major operands: stride
+// = 1024 (from one 8-row group to the next), leading unused. MN-major: stride = 1024 (from one
+// 8-row group along K to the next), leading = from one 64-column block to the next.
+__device__ inline uint64_t descriptor(const void* p, uint32_t leading_bytes, uint32_t stride_bytes) {
+  const uint32_t addr = sm80::smem_address(p);
+  return uint64_t((addr & 0x3FFFFu) >> 4) | uint64_t((leading_bytes >> 4) & 0x3FFFu) << 16 |
+         uint64_t((stride_bytes >> 4) & 0x3FFFu) << 32 | uint64_t(1) << 62;
+}
+
+// Orders this thread's earlier register and shared-memory accesses before the wgmma that follow.
+__device__ inline void fence() {
+#if XHAL_WGMMA_DEVICE
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ inline void commit() {
+#if XHAL_WGMMA_DEVICE
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ inline void wait() {
+#if XHAL_WGMMA_DEVICE
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// Makes this thread's generic-proxy writes to shared memory (cp.async, st.shared) visible to the
+// async proxy that wgmma reads through.
+__device__ inline void fence_shared_for_async() {
+#if XHAL_WGMMA_DEVICE
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// Keeps the compiler from moving accesses of accumulator registers across wgmma issue and wait.
+template <int kTiles>
+__device__ inline void pin(float (&d)[kTiles][4]) {
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t) {
+    asm volatile("" : "+f"(d[t][0]), "+f"(d[t][1]), "+f"(d[t][2]), "+f"(d[t][3])::"memory");
+  }
+}
+
+#define XHAL_WG_TILE(d, t) "+f"(d[t][0]), "+f"(d[t][1]), "+f"(d[t][2]), "+f"(d[t][3])
+#define XHAL_WG_TILES8(d, t)                                                                    \
+  XHAL_WG_TILE(d, t), XHAL_WG_TILE(d, t + 1), XHAL_WG_TILE(d, t + 2), XHAL_WG_TILE(d, t + 3), \
+      XHAL_WG_TILE(d, t + 4), XHAL_WG_TILE(d, t + 5), XHAL_WG_TILE(d, t + 6), XHAL_WG_TILE(d, t + 7)
+#define XHAL_WG_REGS32                                                                          \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define XHAL_WG_REGS64                                                                          \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "  \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "  \
+  "%56, %57, %58, %59, %60, %61, %62, %63}"
+
+// d (tiles [kFirst, kFirst + N / 8)) = A B (+ d when accumulate), A 64x16 and B Nx16 both K-major
+// in shared memory, N = 64 or 128.
+template <class E, int N, int kFirst = 0, int kTiles>
+__device__ inline void mma_ss(float (&d)[kTiles][4], uint64_t a, uint64_t b, bool accumulate) {
+  static_assert(N == 64 || N == 128, "wgmma shapes used here");
+  static_assert(kFirst + N / 8 <= kTiles, "accumulator tiles");
+#if XHAL_WGMMA_DEVICE
+  if constexpr (N == 64 && E::kDType == XHAL_DTYPE_BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : XHAL_WG_TILES8(d, kFirst)
+                 : "l"(a), "l"(b), "r"(int(accumulate)));
+  } else if constexpr (N == 64) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : XHAL_WG_TILES8(d, kFirst)
+                 : "l"(a), "l"(b), "r"(int(accumulate)));
+  } else if constexpr (E::kDType == XHAL_DTYPE_BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " XHAL_WG_REGS64
+                 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
+                 : "l"(a), "l"(b), "r"(int(accumulate)));
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " XHAL_WG_REGS64
+                 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
+                 : "l"(a), "l"(b), "r"(int(accumulate)));
+  }
+#endif
+}
+
+// d (tiles [kFirst, kFirst + 8)) += A B, A 64x16 in registers, B 16x64 MN-major in shared memory.
+template <class E, int kFirst = 0, int kTiles>
+__device__ inline void mma_rs_n64(float (&d)[kTiles][4], const uint32_t (&a)[4], uint64_t b) {
+  static_assert(kFirst + 8 <= kTiles, "accumulator tiles");
+#if XHAL_WGMMA_DEVICE
+  if constexpr (E::kDType == XHAL_DTYPE_BF16) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32
+                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : XHAL_WG_TILES8(d, kFirst)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+  } else {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32
+                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : XHAL_WG_TILES8(d, kFirst)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+  }
+#endif
+}
+
+#undef XHAL_WG_TILE
+#undef XHAL_WG_TILES8
+#undef XHAL_WG_REGS32
+#undef XHAL_WG_REGS64
+
+}  // namespace xhal::gpu::sm90
+
+#endif
