@@ -91,7 +91,8 @@ struct GenericAttentionVarlen {
 struct MmaFlash {
   static constexpr const char* kName = "flash attention";
   template <class E>
-  static void launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
+  static const char* launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
+                            int64_t max_rows) {
     switch (a.D) {
       case 64: launch_flash_tile<E, MmaFlashKernels, FlashTile<64, 64, 2>>(c, a, seqs, max_rows); break;
       case 80: launch_flash_tile<E, MmaFlashKernels, FlashTile<80, 64, 2>>(c, a, seqs, max_rows); break;
@@ -99,6 +100,7 @@ struct MmaFlash {
       case 128: launch_flash_tile<E, MmaFlashKernels, FlashTile<128, 32, 2>>(c, a, seqs, max_rows); break;
       default: launch_flash_tile<E, MmaFlashKernels, FlashTile<256, 32, 1>>(c, a, seqs, max_rows); break;
     }
+    return nullptr;
   }
 };
 template <class E>

@@ -1,7 +1,9 @@
-// attention and attention_varlen on Hopper through wgmma (flash_attention_sm90.cuh): preferred
-// over the mma.sync kernel on sm_90 devices for D = 64 and 128 when the plugin carries sm_90a code.
+// attention and attention_varlen on Hopper (flash_attention_sm90.cuh: warp-specialised, TMA,
+// wgmma): preferred over the mma.sync kernel on sm_90 devices for D = 64 and 128 when the plugin
+// carries sm_90a code.
 #include "flash_attention_sm90.cuh"
 #include "flash_launch.cuh"
+#include "tma_map.cuh"
 
 namespace xhal::gpu {
 namespace {
@@ -24,17 +26,59 @@ const char* wgmma_supports(const xhal_op_call* c) {
   const DLTensor* q = c->t[XHAL_SLOT_Q];
   const int64_t D = q->shape[q->ndim - 1];
   if (D != 64 && D != 128) return "head dim not 64 or 128";
+  for (const DLTensor* t : {q, c->t[XHAL_SLOT_K], c->t[XHAL_SLOT_V]}) {
+    for (int d = 0; d < t->ndim; ++d) {
+      if (t->shape[d] == 0) return "an empty q, k or v (a TMA map needs every dim)";
+    }
+    for (int d = 0; d + 1 < t->ndim; ++d) {
+      if (t->strides[d] >= (int64_t(1) << 38)) return "a q/k/v stride of 2^38 elements or more (TMA)";
+    }
+  }
   if (!is_sm90(c->device_index)) return "device is not sm_90 (wgmma)";
+  if (tensor_map_encoder() == nullptr) return "the driver has no TMA map encoder";
+  return nullptr;
+}
+
+// TMA maps of q, k and v for this call, then the grid.
+template <class E, class Tile>
+const char* launch_wgmma_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
+                              int64_t max_rows) {
+  using T = typename E::T;
+  const bool batched = seqs.cu_q == nullptr, bf16 = E::kDType == XHAL_DTYPE_BF16;
+  AttnMaps maps;
+  if (!encode_rows_map(&maps.q, c->t[XHAL_SLOT_Q], batched, Tile::kBlockM, bf16) ||
+      !encode_rows_map(&maps.k, c->t[XHAL_SLOT_K], batched, Tile::kBlockN, bf16) ||
+      !encode_rows_map(&maps.v, c->t[XHAL_SLOT_V], batched, Tile::kBlockN, bf16)) {
+    return "the driver refused a TMA map of q, k or v";
+  }
+  const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
+  const dim3 grid(unsigned(m_tiles), unsigned(a.Hq), unsigned(seqs.batch));
+  static const bool shared_raised = [] {
+    for (const void* k : {reinterpret_cast<const void*>(WgmmaFlashKernels<E, Tile, true>::kernel),
+                          reinterpret_cast<const void*>(WgmmaFlashKernels<E, Tile, false>::kernel)}) {
+      gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes));
+    }
+    return true;
+  }();
+  (void)shared_raised;
+  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
+  auto go = [&](auto kernel) {
+    kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
+        maps, static_cast<T*>(c->t[XHAL_SLOT_OUT]->data), lse ? static_cast<float*>(lse->data) : nullptr, a,
+        seqs, Mask::from(c->params), m_tiles);
+  };
+  if (c->params.softcap > 0.0f) go(WgmmaFlashKernels<E, Tile, true>::kernel);
+  else go(WgmmaFlashKernels<E, Tile, false>::kernel);
   return nullptr;
 }
 
 struct WgmmaFlash {
   static constexpr const char* kName = "flash attention (wgmma)";
   template <class E>
-  static void launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
-    // 64-key tiles keep the registers within two blocks per multiprocessor.
-    if (a.D == 64) launch_flash_tile<E, WgmmaFlashKernels, WgmmaFlashTile<64, 64, 2>>(c, a, seqs, max_rows);
-    else launch_flash_tile<E, WgmmaFlashKernels, WgmmaFlashTile<128, 64, 2>>(c, a, seqs, max_rows);
+  static const char* launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
+                            int64_t max_rows) {
+    if (a.D == 64) return launch_wgmma_tile<E, WgmmaFlashTile<64, 128>>(c, a, seqs, max_rows);
+    return launch_wgmma_tile<E, WgmmaFlashTile<128, 128>>(c, a, seqs, max_rows);
   }
 };
 template <class E>

@@ -68,7 +68,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   T* sV = sK + 2 * kBlockN * kStride;  // [2][kBlockN][kStride]
 
   FlashBlock<T> blk;
-  if (!blk.locate(q, k, v, a, seqs, mask, m_tiles, kBlockM, kBlockN)) return;
+  if (!blk.locate(a, seqs, mask, m_tiles, kBlockM, kBlockN)) return;
+  blk.bases(q, k, v, a);
   const int64_t i0 = blk.i0, Sq = blk.Sq, Sk = blk.Sk, kv_begin = blk.kv_begin, kv_end = blk.kv_end;
   const T *qb = blk.qb, *kb = blk.kb, *vb = blk.vb;
 

@@ -1,90 +1,123 @@
-// Flash attention on Hopper's warpgroup MMA (wgmma, sm_90a) for f16/bf16, D = 64 or 128.
-// A block of two warpgroups owns 128 query rows of one (sequence, head), 64 per warpgroup, and
-// streams K/V tiles of kBlockN keys through shared memory (cp.async, double-buffered, 128-byte
-// swizzled as wgmma reads them). S = Q Kᵀ takes both operands from shared memory; the online
-// softmax (flash_rows.cuh, shared with the mma.sync kernel) runs on the accumulators, and
-// O += P V takes P straight from registers and V, read transposed, from shared memory.
+// Flash attention on Hopper (sm_90a) for f16/bf16, D = 64 or 128: warp-specialised, TMA loads,
+// warpgroup MMA (wgmma). A block owns 128 query rows of one (sequence, head). Its producer
+// warpgroup (one thread, few registers) loads Q once and K/V tiles of kBlockN keys into two
+// stages with TMA, 128-byte swizzled as wgmma reads them, each load completing on an mbarrier.
+// Two consumer warpgroups (64 rows each, the registers the producer gave up) wait for a stage,
+// compute S = Q Kᵀ with both operands in shared memory, run the online softmax on the
+// accumulators (flash_rows.cuh, shared with the mma.sync kernel) and O += P V with P straight from
+// registers and V read transposed, then free the stage by arriving on its mbarrier. Nothing waits
+// at block-wide barriers, so the consumers drift apart and one's softmax overlaps the other's
+// wgmma.
 #pragma once
 
 #if !defined(__HIPCC__)
 
 #include "flash_rows.cuh"
+#include "tma_sm90.cuh"
 #include "wgmma_sm90.cuh"
 
 namespace xhal::gpu {
 
-// Two stages of K and V; MinBlocks blocks per multiprocessor (two keep one block's tensor cores
-// busy while the other runs its softmax: measured 8% faster than one block of 128-key tiles, and
-// 4% faster than one block computing the next tile's scores during P V).
-template <int D_, int BlockN_, int MinBlocks_>
+template <int D_, int BlockN_>
 struct WgmmaFlashTile {
-  static constexpr int D = D_, kBlockN = BlockN_, kMinBlocks = MinBlocks_;
-  static constexpr int kWarpGroups = 2, kThreads = 128 * kWarpGroups, kBlockM = 64 * kWarpGroups;
+  static constexpr int D = D_, kBlockN = BlockN_;
+  static constexpr int kThreads = 384, kBlockM = 128;
   static constexpr int kSTiles = kBlockN / 8, kOTiles = D / 8, kKSteps = D / 16, kPSteps = kBlockN / 16;
   static constexpr int kQBytes = kBlockM * D * 2, kKVBytes = kBlockN * D * 2;
-  // Q, then K and V per stage, and 1 KiB of slack to align the tiles for the swizzle.
-  static constexpr size_t kSharedBytes = size_t(kQBytes) + 4 * size_t(kKVBytes) + 1024;
+  // Q, K and V for two stages, the mbarriers, and 1 KiB of slack to align the tiles for the swizzle.
+  static constexpr size_t kBarrierOffset = size_t(kQBytes) + 4 * size_t(kKVBytes);
+  static constexpr size_t kSharedBytes = kBarrierOffset + 8 * sizeof(uint64_t) + 1024;
   static_assert(D == 64 || D == 128, "one or two 64-column blocks");
   static_assert(kBlockN == 64 || kBlockN == 128, "wgmma N of the score tile");
 };
 
-// Rows [first, first + kRows) of a [*, D] 16-bit tile into the swizzled layout (wgmma_sm90.cuh);
-// rows >= limit are zero-filled.
-template <class T, int kRows, int D, int kThreads>
-__device__ inline void load_tile_swizzled(unsigned char* shared, const T* base, int64_t stride,
-                                          int64_t first, int64_t limit) {
-  constexpr int kChunks = D / 8, kTotal = kRows * kChunks;
-  static_assert(kTotal % kThreads == 0, "whole copies per thread");
-  const T* tile = base + first * stride;
-  const int rows_left = limit - first < kRows ? int(limit - first) : kRows;
-  const int stride32 = int(stride);
-#pragma unroll
-  for (int i = 0; i < kTotal / kThreads; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    const int r = c / kChunks, ch = c % kChunks;
-    const bool valid = r < rows_left;
-    sm80::cp_async_16(shared + sm90::swizzled_offset<kRows>(r, ch * 8, 2),
-                      (valid ? tile + r * stride32 : base) + ch * 8, valid);
-  }
-}
+// TMA maps of q, k and v viewed as [batch][rows][heads][D] (varlen: one batch of all tokens),
+// boxes of 64 columns by the tile's rows, 128-byte swizzled.
+struct AttnMaps {
+  CUtensorMap q, k, v;
+};
 
 template <class E, class Tile, bool kSoftcap>
-__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
-    flash_attention_wgmma_kernel(const typename E::T* __restrict__ q, const typename E::T* __restrict__ k,
-                                 const typename E::T* __restrict__ v, typename E::T* __restrict__ out,
-                                 float* __restrict__ lse, AttnLayout a, Sequences seqs, Mask mask,
-                                 int64_t m_tiles) {
+__global__ void __launch_bounds__(Tile::kThreads, 1)
+    flash_attention_wgmma_kernel(const __grid_constant__ AttnMaps maps, typename E::T* __restrict__ out,
+                              float* __restrict__ lse, AttnLayout a, Sequences seqs, Mask mask,
+                              int64_t m_tiles) {
 #if XHAL_WGMMA_DEVICE
-  using T = typename E::T;
   constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
-  constexpr int kThreads = Tile::kThreads;
   extern __shared__ unsigned char shared_raw[];
   unsigned char* sQ = shared_raw + (1024 - sm80::smem_address(shared_raw) % 1024) % 1024;
   unsigned char* sK = sQ + Tile::kQBytes;        // [2 stages]
   unsigned char* sV = sK + 2 * Tile::kKVBytes;  // [2 stages]
+  uint64_t* bars = reinterpret_cast<uint64_t*>(sQ + Tile::kBarrierOffset);
+  uint64_t* q_full = bars;       // Q landed
+  uint64_t* k_full = bars + 1;   // [2]: K of the stage landed
+  uint64_t* v_full = bars + 3;   // [2]: V of the stage landed
+  uint64_t* empty = bars + 5;    // [2]: both consumers are done with the stage
 
-  FlashBlock<T> blk;
-  if (!blk.locate(q, k, v, a, seqs, mask, m_tiles, kBlockM, kBlockN)) return;
+  FlashBlock<typename E::T> blk;
+  if (!blk.locate(a, seqs, mask, m_tiles, kBlockM, kBlockN)) return;
+  const int64_t tiles = (blk.kv_end - blk.kv_begin + kBlockN - 1) / kBlockN;
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    sm90::mbarrier_init(q_full, 1);
+    for (int st = 0; st < 2; ++st) {
+      sm90::mbarrier_init(k_full + st, 1);
+      sm90::mbarrier_init(v_full + st, 1);
+      sm90::mbarrier_init(empty + st, 2);
+    }
+    sm90::mbarrier_init_fence();
+  }
+  __syncthreads();
 
-  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-  const int64_t first_row = blk.i0 + wg * 64 + warp * 16 + lane / 4;
+  if (wg == 0) {  // producer
+    sm90::registers_decrease<24>();
+    if (threadIdx.x != 0) return;
+    const int batch = seqs.cu_q == nullptr ? int(blk.b) : 0;  // varlen rows are token offsets
+    const int q_row = int(blk.q0 + blk.i0), k_row = int(blk.k0 + blk.kv_begin);
+    sm90::mbarrier_arrive_expect(q_full, Tile::kQBytes);
+    for (int cb = 0; cb < D / 64; ++cb) {
+      sm90::tma_load_4d(sQ + cb * kBlockM * 128, &maps.q, cb * 64, int(blk.head), q_row, batch, q_full);
+    }
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int st = int(t & 1);
+      if (t >= 2) sm90::mbarrier_wait(empty + st, unsigned((t >> 1) - 1) & 1u);
+      const int key = k_row + int(t) * kBlockN;
+      sm90::mbarrier_arrive_expect(k_full + st, Tile::kKVBytes);
+      for (int cb = 0; cb < D / 64; ++cb) {
+        sm90::tma_load_4d(sK + st * Tile::kKVBytes + cb * kBlockN * 128, &maps.k, cb * 64, int(blk.hk), key,
+                          batch, k_full + st);
+      }
+      sm90::mbarrier_arrive_expect(v_full + st, Tile::kKVBytes);
+      for (int cb = 0; cb < D / 64; ++cb) {
+        sm90::tma_load_4d(sV + st * Tile::kKVBytes + cb * kBlockN * 128, &maps.v, cb * 64, int(blk.hk), key,
+                          batch, v_full + st);
+      }
+    }
+    return;
+  }
+
+  sm90::registers_increase<240>();
+  const int cw = wg - 1;  // consumer 0 or 1
+  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  const int64_t first_row = blk.i0 + cw * 64 + warp * 16 + lane / 4;
   const int64_t row_index[2] = {first_row, first_row + 8};
   SoftmaxRows rows;
   rows.set_ranges(mask, row_index, blk.Sq, blk.Sk, blk.kv_begin);
   const ScoreScale scale(mask);
-  const int64_t tiles = (blk.kv_end - blk.kv_begin + kBlockN - 1) / kBlockN;
+  const unsigned char* q_rows = sQ + cw * 64 * 128;
 
-  // Key tile t (relative to kv_begin) into stage `stage`; one cp.async group per call.
-  auto load_kv = [&](int64_t t, int stage) {
-    const int64_t j0 = blk.kv_begin + t * kBlockN;
-    load_tile_swizzled<T, kBlockN, D, kThreads>(sK + stage * Tile::kKVBytes, blk.kb, a.k[1], j0, blk.Sk);
-    load_tile_swizzled<T, kBlockN, D, kThreads>(sV + stage * Tile::kKVBytes, blk.vb, a.v[1], j0, blk.Sk);
-  };
-  // S = Q Kᵀ (issued, not waited for): K-major operands, 16 columns of D per step (32 bytes into
-  // a 128-byte row); this warpgroup's 64 rows of each Q column block.
-  const unsigned char* q_rows = sQ + wg * 64 * 128;
-  auto issue_scores = [&](float (&s)[Tile::kSTiles][4], int stage) {
-    const unsigned char* k_tile = sK + stage * Tile::kKVBytes;
+  float o[Tile::kOTiles][4];
+#pragma unroll
+  for (int t = 0; t < Tile::kOTiles; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+  float s[Tile::kSTiles][4];
+  uint32_t p[Tile::kPSteps][4];
+  float correction[2];
+  auto parity = [](int64_t t) { return unsigned(t >> 1) & 1u; };  // of tile t's stage
+  // S = Q Kᵀ of tile t (issued, not waited for) once its K landed.
+  auto issue_scores = [&](int64_t t) {
+    const int st = int(t & 1);
+    sm90::mbarrier_wait(k_full + st, parity(t));
+    const unsigned char* k_tile = sK + st * Tile::kKVBytes;
     sm90::fence();
 #pragma unroll
     for (int kk = 0; kk < Tile::kKSteps; ++kk) {
@@ -94,63 +127,45 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     }
     sm90::commit();
   };
-  // O += P V (issued, not waited for): V read transposed (MN-major), 16 keys per step, one
-  // 64-column block per wgmma.
-  float o[Tile::kOTiles][4];
-#pragma unroll
-  for (int t = 0; t < Tile::kOTiles; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
-  auto issue_accumulate = [&](const uint32_t (&p)[Tile::kPSteps][4], int stage) {
-    const unsigned char* v_tile = sV + stage * Tile::kKVBytes;
+  // O += P V of tile t (issued, not waited for) once its V landed.
+  auto issue_accumulate = [&](int64_t t, const uint32_t (&pt)[Tile::kPSteps][4]) {
+    const int st = int(t & 1);
+    sm90::mbarrier_wait(v_full + st, parity(t));
+    const unsigned char* v_tile = sV + st * Tile::kKVBytes;
     sm90::pin(o);
     sm90::fence();
 #pragma unroll
     for (int kk = 0; kk < Tile::kPSteps; ++kk) {
       const unsigned char* v_keys = v_tile + kk * 16 * 128;
-      sm90::mma_rs_n64<E, 0>(o, p[kk], sm90::descriptor(v_keys, kBlockN * 128, 1024));
+      sm90::mma_rs_n64<E, 0>(o, pt[kk], sm90::descriptor(v_keys, kBlockN * 128, 1024));
       if constexpr (D == 128) {
-        sm90::mma_rs_n64<E, 8>(o, p[kk], sm90::descriptor(v_keys + kBlockN * 128, kBlockN * 128, 1024));
+        sm90::mma_rs_n64<E, 8>(o, pt[kk], sm90::descriptor(v_keys + kBlockN * 128, kBlockN * 128, 1024));
       }
     }
     sm90::commit();
   };
-  // P of a softmaxed score tile, whole, as wgmma A operands (converted before any wgmma reads it).
-  auto probabilities = [&](const float (&s)[Tile::kSTiles][4], uint32_t (&p)[Tile::kPSteps][4]) {
-#pragma unroll
-    for (int kk = 0; kk < Tile::kPSteps; ++kk) probabilities_as_a<E>(s, kk, p[kk]);
-  };
-  auto landed = [&] {  // this thread's copies and then everyone's are visible to wgmma
-    sm90::fence_shared_for_async();
-    __syncthreads();
-  };
-
-  load_tile_swizzled<T, kBlockM, D, kThreads>(sQ, blk.qb, a.q[1], blk.i0, blk.Sq);
-  if (tiles > 0) load_kv(0, 0);
-  sm80::cp_async_commit();
-  float s[Tile::kSTiles][4];
-  uint32_t p[Tile::kPSteps][4];
-  float correction[2];
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int stage = int(t % 2);
-    if (t + 1 < tiles) {  // the next tile loads while this one is used
-      load_kv(t + 1, stage ^ 1);
-      sm80::cp_async_commit();
-      sm80::cp_async_wait<1>();
-    } else {
-      sm80::cp_async_wait<0>();
-    }
-    landed();
-    issue_scores(s, stage);
-    sm90::wait<0>();
+  // The scores of tile t (waited for) through the softmax into probabilities pt.
+  auto softmax = [&](int64_t t, uint32_t (&pt)[Tile::kPSteps][4]) {
     sm90::pin(s);
     online_softmax<kSoftcap>(s, rows, int(t * kBlockN), scale, correction);
+#pragma unroll
+    for (int kk = 0; kk < Tile::kPSteps; ++kk) probabilities_as_a<E>(s, kk, pt[kk]);
+  };
+  auto release = [&](int64_t t) {  // both consumers' arrivals free the stage for the producer
+    if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + int(t & 1));
+  };
+
+  sm90::mbarrier_wait(q_full, 0);
+  for (int64_t t = 0; t < tiles; ++t) {
+    issue_scores(t);
+    sm90::wait<0>();
+    softmax(t, p);
     rescale(o, correction);
-    probabilities(s, p);
-    issue_accumulate(p, stage);
+    issue_accumulate(t, p);
     sm90::wait<0>();
     sm90::pin(o);
-    __syncthreads();  // this stage is reloaded by the next iteration
+    release(t);
   }
-
   store_rows<E>(o, rows, row_index, blk.Sq, out, a, blk.b, blk.head, blk.q0, lse);
 #endif
 }

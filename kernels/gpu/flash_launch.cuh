@@ -60,12 +60,15 @@ void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequenc
 }
 
 // The attention and attention_varlen entry points of a flash kernel family: Family::launch<E>
-// picks the tile shape for the head dim and launches; Family::kName names it in launch errors.
+// picks the tile shape for the head dim and launches (or says why it could not); Family::kName
+// names it in errors.
 template <class Family, class E>
 xhal_status run_flash(const xhal_op_call* c, const AttnProblem& problem, char* msg, size_t len) {
   const AttnLayout a = layout_of(c, problem.batched);
   if (problem.seqs.batch * a.Hq * problem.max_rows == 0) return XHAL_OK;
-  Family::template launch<E>(c, a, problem.seqs, problem.max_rows);
+  if (const char* why = Family::template launch<E>(c, a, problem.seqs, problem.max_rows)) {
+    return kernel_error(msg, len, XHAL_ERR_DEVICE, "%s: %s", Family::kName, why);
+  }
   return launch_status(msg, len, Family::kName);
 }
 

@@ -17,28 +17,28 @@ namespace xhal::gpu {
 // from the first row's lo, rounded down to a key tile, to the last row's hi).
 template <class T>
 struct FlashBlock {
-  int64_t b, head, q0, Sq, Sk, i0, kv_begin, kv_end;
-  const T *qb, *kb, *vb;  // this (sequence, head)'s first row of q, k and v
+  int64_t b, head, hk, q0, k0, Sq, Sk, i0, kv_begin, kv_end;
+  const T *qb, *kb, *vb;  // this (sequence, head)'s first row of q, k and v (see bases())
 
   // False when the block has no rows (a varlen sequence shorter than the longest).
-  __device__ bool locate(const T* q, const T* k, const T* v, const AttnLayout& a, const Sequences& seqs,
-                         const Mask& mask, int64_t m_tiles, int block_m, int block_n) {
-    b = blockIdx.z, head = blockIdx.y;
+  __device__ bool locate(const AttnLayout& a, const Sequences& seqs, const Mask& mask, int64_t m_tiles,
+                         int block_m, int block_n) {
+    b = blockIdx.z, head = blockIdx.y, hk = head / a.group;
     const int64_t m_tile = m_tiles - 1 - blockIdx.x;  // the longest (causal) tiles start first
-    int64_t k0;
     seqs.span(b, &q0, &Sq, &k0, &Sk);
     i0 = m_tile * block_m;
     if (i0 >= Sq) return false;
-    const int64_t hk = head / a.group;
-    qb = q + b * a.q[0] + q0 * a.q[1] + head * a.q[2];
-    kb = k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2];
-    vb = v + b * a.v[0] + k0 * a.v[1] + hk * a.v[2];
     int64_t lo_first, hi_first, lo_last, hi_last;
     mask.visible(i0, Sq, Sk, &lo_first, &hi_first);
     mask.visible((i0 + block_m < Sq ? i0 + block_m : Sq) - 1, Sq, Sk, &lo_last, &hi_last);
     kv_begin = lo_first / block_n * block_n;
     kv_end = hi_last;
     return true;
+  }
+  __device__ void bases(const T* q, const T* k, const T* v, const AttnLayout& a) {
+    qb = q + b * a.q[0] + q0 * a.q[1] + head * a.q[2];
+    kb = k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2];
+    vb = v + b * a.v[0] + k0 * a.v[1] + hk * a.v[2];
   }
 };
 

@@ -4,10 +4,10 @@
 // holds rows 16w..16w+15, as float d[N / 8][4] (mma_sm80.cuh); an A operand in registers has the
 // mma.sync A layout per warp as well (PTX ISA, "Register Fragments", wgmma .m64nNk16).
 //
-// Shared-memory operands use the 128-byte swizzle: a tile is stored as 64-column blocks of rows
-// of 128 bytes, and 16-byte chunk c of row r sits at chunk c ^ (r % 8), each block 1024-byte
-// aligned. The same bytes serve as a K-major operand (rows = M or N, e.g. Q and K) and as an
-// MN-major one (rows = K, e.g. V, read transposed).
+// Shared-memory operands use the 128-byte swizzle (what TMA writes with SWIZZLE_128B): a tile is
+// stored as 64-column blocks of rows of 128 bytes, and 16-byte chunk c of row r sits at chunk
+// c ^ (r % 8), each block 1024-byte aligned. The same bytes serve as a K-major operand (rows = M
+// or N, e.g. Q and K) and as an MN-major one (rows = K, e.g. V, read transposed).
 #pragma once
 
 #if !defined(__HIPCC__)
@@ -26,14 +26,6 @@
 #endif
 
 namespace xhal::gpu::sm90 {
-
-// Byte offset of element (r, c) of a kRows-row tile in the 128-byte-swizzled layout.
-template <int kRows>
-__host__ __device__ constexpr int swizzled_offset(int r, int c, int elt_bytes) {
-  const int per_row = 128 / elt_bytes;  // elements in a 128-byte row
-  const int chunk = (c % per_row) * elt_bytes / 16;
-  return (c / per_row) * kRows * 128 + r * 128 + ((chunk ^ (r % 8)) * 16) + (c * elt_bytes) % 16;
-}
 
 // Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address, leading
 // and stride byte offsets (16-byte units) and the 128-byte swizzle mode. K-major operands: stride
@@ -62,14 +54,6 @@ __device__ inline void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
 }
-// Makes this thread's generic-proxy writes to shared memory (cp.async, st.shared) visible to the
-// async proxy that wgmma reads through.
-__device__ inline void fence_shared_for_async() {
-#if XHAL_WGMMA_DEVICE
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-
 // Keeps the compiler from moving accesses of accumulator registers across wgmma issue and wait.
 template <int kTiles>
 __device__ inline void pin(float (&d)[kTiles][4]) {
