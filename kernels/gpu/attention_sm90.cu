@@ -52,23 +52,11 @@ const char* launch_wgmma_tile(const xhal_op_call* c, const AttnLayout& a, const 
     return "the driver refused a TMA map of q, k or v";
   }
   const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
-  const dim3 grid(unsigned(m_tiles), unsigned(a.Hq), unsigned(seqs.batch));
-  static const bool shared_raised = [] {
-    for (const void* k : {reinterpret_cast<const void*>(WgmmaFlashKernels<E, Tile, true>::kernel),
-                          reinterpret_cast<const void*>(WgmmaFlashKernels<E, Tile, false>::kernel)}) {
-      gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes));
-    }
-    return true;
-  }();
-  (void)shared_raised;
   const DLTensor* lse = c->t[XHAL_SLOT_LSE];
-  auto go = [&](auto kernel) {
-    kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
-        maps, static_cast<T*>(c->t[XHAL_SLOT_OUT]->data), lse ? static_cast<float*>(lse->data) : nullptr, a,
-        seqs, Mask::from(c->params), m_tiles);
-  };
-  if (c->params.softcap > 0.0f) go(WgmmaFlashKernels<E, Tile, true>::kernel);
-  else go(WgmmaFlashKernels<E, Tile, false>::kernel);
+  flash_kernel_for<E, WgmmaFlashKernels, Tile>(c)<<<flash_grid(a, seqs, m_tiles), Tile::kThreads,
+                                                    Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
+      maps, static_cast<T*>(c->t[XHAL_SLOT_OUT]->data), lse ? static_cast<float*>(lse->data) : nullptr, a, seqs,
+      Mask::from(c->params), m_tiles);
   return nullptr;
 }
 

@@ -31,16 +31,10 @@ inline const char* flash_supports(const xhal_op_call* c) {
   return nullptr;
 }
 
-// Launches Kernels<E, Tile, softcap>::kernel over the (query tile, head, sequence) grid.
+// Kernels<E, Tile, softcap>::kernel for this call (both instantiations share one pointer type),
+// with more than 48 KiB of shared memory opted in once per tile shape.
 template <class E, template <class, class, bool> class Kernels, class Tile>
-void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
-                       int64_t max_rows) {
-  using T = typename E::T;
-  const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
-  const dim3 grid(unsigned(m_tiles), unsigned(a.Hq), unsigned(seqs.batch));
-  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
-  // Once per tile shape, for both kernels (they share one function-pointer type, so `go` below is
-  // a single instantiation): above 48 KiB of shared memory needs opting in.
+auto flash_kernel_for(const xhal_op_call* c) {
   static const bool shared_raised = [] {
     for (const void* k : {reinterpret_cast<const void*>(Kernels<E, Tile, true>::kernel),
                           reinterpret_cast<const void*>(Kernels<E, Tile, false>::kernel)}) {
@@ -49,14 +43,26 @@ void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequenc
     return true;
   }();
   (void)shared_raised;
-  auto go = [&](auto kernel) {
-    kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
-        static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
-        static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
-        lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
-  };
-  if (c->params.softcap > 0.0f) go(Kernels<E, Tile, true>::kernel);
-  else go(Kernels<E, Tile, false>::kernel);
+  return c->params.softcap > 0.0f ? Kernels<E, Tile, true>::kernel : Kernels<E, Tile, false>::kernel;
+}
+
+// The (query tile, head, sequence) grid.
+inline dim3 flash_grid(const AttnLayout& a, const Sequences& seqs, int64_t m_tiles) {
+  return dim3(unsigned(m_tiles), unsigned(a.Hq), unsigned(seqs.batch));
+}
+
+// Launches Kernels<E, Tile, softcap>::kernel over the (query tile, head, sequence) grid.
+template <class E, template <class, class, bool> class Kernels, class Tile>
+void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
+                       int64_t max_rows) {
+  using T = typename E::T;
+  const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
+  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
+  flash_kernel_for<E, Kernels, Tile>(c)<<<flash_grid(a, seqs, m_tiles), Tile::kThreads,
+                                          Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
+      static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
+      static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
+      lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
 }
 
 // The attention and attention_varlen entry points of a flash kernel family: Family::launch<E>
