@@ -2,7 +2,7 @@
 # Installs the Debian packages xhal needs to build and test, when any is missing.
 set -euo pipefail
 packages=(build-essential cmake ninja-build libfmt-dev libspdlog-dev libdlpack-dev libgtest-dev
-          libbenchmark-dev)
+          libbenchmark-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

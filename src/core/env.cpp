@@ -32,6 +32,10 @@ constexpr std::array kTable{
     VarInfo{Var::disable_kernels, "XHAL_DISABLE_KERNELS", "",
             "comma-separated kernel names (as xhal-info lists them) never to pick; the next "
             "kernel that supports the call runs instead"},
+    VarInfo{Var::rank, "RANK", "",
+            "this process's rank for xhal::comm communicators (checked against MPI's under mpirun)"},
+    VarInfo{Var::world_size, "WORLD_SIZE", "",
+            "the number of ranks for xhal::comm communicators (checked against MPI's under mpirun)"},
 };
 
 }  // namespace

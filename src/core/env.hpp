@@ -18,6 +18,8 @@ enum class Var {
   strict,
   force_reference,
   disable_kernels,
+  rank,
+  world_size,
 };
 
 struct VarInfo {
