@@ -28,6 +28,11 @@ if [ -z "$dlpack" ]; then
     mkdir -p "$dlpack/dlpack" && cp "$header" "$dlpack/dlpack/dlpack.h"
   fi
 fi
+# NCCL for the collectives, loaded at run time: the system's, else the copy a Python package ships.
+if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2'; then
+  nccl=$(find / \( -path /proc -o -path /sys \) -prune -o -name 'libnccl.so.2' -print 2>/dev/null | head -n 1)
+  [ -n "$nccl" ] && export LD_LIBRARY_PATH=$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
 build=build-gpu
@@ -48,6 +53,7 @@ grep -E "cuda|Default" "$out/xhal-info.txt" | head -n 6
 ctest --test-dir "$build" -LE no_gpu --output-on-failure -j8 >"$out/ctest.log" 2>&1
 note "ctest: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"
 grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$out/ctest.log" | head -n 10
+note "collectives: $(grep -E 'comm_(cuda|mpi|single|fault)' "$out/ctest.log" | sed -E 's/.*Test +#[0-9]+: //; s/ \.+/:/; s/ +[0-9.]+ sec//' | tr -s ' ' | tr '\n' ';')"
 "$build/bin/xhal_conformance" --gtest_filter='*cuda_*' >"$out/conformance-cuda.log" 2>&1
 note "conformance cuda: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda.log" | tr '\n' ' ')"
 grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda.log" | head -n 20

@@ -143,6 +143,7 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   api->stream_wait_event = done2;
   api->last_error = last_error;
   api->shutdown = nullptr;
+  api->comm = nullptr;  // cpu collectives go through MPI in the core (src/comm)
 
   using namespace xhal::cpu;
   register_attention_kernels(host);

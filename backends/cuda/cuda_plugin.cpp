@@ -7,6 +7,7 @@
 #include "cuda_status.hpp"
 #include "kernels/gpu/kernel_registration.hpp"
 #include "linear_cublaslt.hpp"
+#include "nccl_engine.hpp"
 #include "xhal/plugin.h"
 
 namespace xhal::cuda {
@@ -162,6 +163,7 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   api->stream_wait_event = stream_wait_event;
   api->last_error = last_error;
   api->shutdown = nullptr;
+  api->comm = xhal::cuda::nccl_comm_api();
 
   using namespace xhal::gpu;
   register_norm_kernels(host);

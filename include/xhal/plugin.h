@@ -126,6 +126,43 @@ typedef struct xhal_device_props {
   int32_t warp_size;      /* 32 on NVIDIA, 64 on AMD, SIMD lanes of f32 on CPU */
 } xhal_device_props;
 
+/* Collectives of a backend's vendor library (NCCL, RCCL), used by xhal::comm. */
+typedef enum xhal_comm_op {
+  XHAL_COMM_ALL_REDUCE = 0,
+  XHAL_COMM_ALL_GATHER = 1,     /* count: elements per rank (of in) */
+  XHAL_COMM_REDUCE_SCATTER = 2, /* count: elements per rank (of out) */
+  XHAL_COMM_BROADCAST = 3,      /* peer: the root */
+  XHAL_COMM_SEND = 4,
+  XHAL_COMM_RECV = 5
+} xhal_comm_op;
+
+typedef enum xhal_reduce {
+  XHAL_REDUCE_SUM = 0,
+  XHAL_REDUCE_PROD = 1,
+  XHAL_REDUCE_MIN = 2,
+  XHAL_REDUCE_MAX = 3,
+  XHAL_REDUCE_AVG = 4
+} xhal_reduce;
+
+#define XHAL_COMM_ID_BYTES 128 /* the bootstrap id rank 0 makes and the core hands to every rank */
+
+typedef struct xhal_comm_api {
+  uint32_t struct_size;
+  const char* engine; /* "nccl", "rccl" */
+  /* Each failure writes a message naming the vendor call to msg[len]. */
+  xhal_status (*make_id)(void* id, char* msg, size_t len);
+  xhal_status (*create)(int32_t device, const void* id, int32_t rank, int32_t size, void** comm,
+                        char* msg, size_t len);
+  /* Enqueues one op on `stream` (never waits for it). */
+  xhal_status (*enqueue)(void* comm, xhal_comm_op op, const void* in, void* out, size_t count,
+                         xhal_dtype dtype, xhal_reduce reduce, int32_t peer, void* stream, char* msg,
+                         size_t len);
+  /* XHAL_OK while healthy; the engine's asynchronous error (a failed peer, ...) once it has one. */
+  xhal_status (*check)(void* comm, char* msg, size_t len);
+  void (*abort)(void* comm);   /* returns without waiting for peers; frees comm */
+  void (*destroy)(void* comm); /* after its ops completed; frees comm */
+} xhal_comm_api;
+
 typedef struct xhal_plugin_api {
   uint32_t abi_version;   /* the plugin's XHAL_PLUGIN_ABI_VERSION */
   uint32_t struct_size;   /* set by the core before init: sizeof its xhal_plugin_api */
@@ -155,6 +192,7 @@ typedef struct xhal_plugin_api {
   xhal_status (*stream_wait_event)(int32_t device, void* stream, void* event);
   const char* (*last_error)(void);
   void (*shutdown)(void); /* (optional) called once at process exit */
+  const xhal_comm_api* comm; /* (optional) collectives; NULL when the backend has none */
 } xhal_plugin_api;
 
 typedef xhal_status (*xhal_plugin_init_fn)(const xhal_host_api* host, xhal_plugin_api* api,

@@ -75,10 +75,7 @@ std::shared_ptr<Communicator> Communicator::create(const Device& device, const O
   }
   switch (device.type) {
     case DeviceType::cpu: return create_mpi_communicator(device, options);
-    default:
-      throw Error(Errc::unsupported,
-                  fmt::format("xhal::comm::Communicator::create: no engine for {} devices in this build "
-                              "(cpu has MPI; NCCL for cuda and RCCL for hip are not built yet)", device.str()));
+    default: return create_device_communicator(device, options);
   }
 }
 

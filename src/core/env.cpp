@@ -36,6 +36,9 @@ constexpr std::array kTable{
             "this process's rank for xhal::comm communicators (checked against MPI's under mpirun)"},
     VarInfo{Var::world_size, "WORLD_SIZE", "",
             "the number of ranks for xhal::comm communicators (checked against MPI's under mpirun)"},
+    VarInfo{Var::store, "XHAL_STORE", "",
+            "file:<path>: how rank 0's bootstrap id reaches the other ranks of an NCCL/RCCL "
+            "communicator outside mpirun (a path all ranks see, fresh for each job)"},
 };
 
 }  // namespace

@@ -20,6 +20,7 @@ enum class Var {
   disable_kernels,
   rank,
   world_size,
+  store,
 };
 
 struct VarInfo {

@@ -1,0 +1,179 @@
+// NCCL behind xhal_comm_api. libnccl.so.2 is opened on first use (dlopen), so the plugin loads and
+// runs without NCCL, and a missing library is an error naming it. The few NCCL declarations used
+// are restated below from NCCL's public C API (nccl.h), whose values are stable across releases.
+#include "nccl_engine.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+
+#include <cuda_runtime.h>
+
+namespace xhal::cuda {
+namespace {
+
+// --- NCCL's C API, as much as this engine uses ---
+using ncclComm_t = struct ncclComm*;
+struct ncclUniqueId {
+  char internal[128];
+};
+using ncclResult_t = int;  // 0: success, 7: in progress
+constexpr ncclResult_t ncclSuccess = 0, ncclInProgress = 7;
+enum ncclDataType : int { ncclInt32 = 2, ncclInt64 = 4, ncclFloat16 = 6, ncclFloat32 = 7, ncclBfloat16 = 9 };
+enum ncclRedOp : int { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4 };
+static_assert(sizeof(ncclUniqueId) == XHAL_COMM_ID_BYTES, "NCCL's unique id is 128 bytes");
+
+struct Nccl {
+  const char* (*GetErrorString)(ncclResult_t);
+  ncclResult_t (*GetUniqueId)(ncclUniqueId*);
+  ncclResult_t (*CommInitRank)(ncclComm_t*, int, ncclUniqueId, int);
+  ncclResult_t (*CommDestroy)(ncclComm_t);
+  ncclResult_t (*CommAbort)(ncclComm_t);
+  ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t*);
+  ncclResult_t (*AllReduce)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*AllGather)(const void*, void*, size_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*ReduceScatter)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*Broadcast)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*Send)(const void*, size_t, int, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*Recv)(void*, size_t, int, int, ncclComm_t, cudaStream_t);
+  char error[256] = {};  // why loading failed, empty when loaded
+};
+
+// NCCL, loaded once; nullptr with `why` filled when libnccl.so.2 cannot be used.
+const Nccl* nccl(const char** why) {
+  static Nccl lib;
+  static const bool loaded = [] {
+    void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      std::snprintf(lib.error, sizeof lib.error, "libnccl.so.2 cannot be opened (%s); install NCCL or put it on "
+                    "LD_LIBRARY_PATH", dlerror());
+      return false;
+    }
+    bool ok = true;
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+      if (fn == nullptr && ok) {
+        std::snprintf(lib.error, sizeof lib.error, "libnccl.so.2 lacks %s (too old an NCCL?)", name);
+        ok = false;
+      }
+    };
+    sym(lib.GetErrorString, "ncclGetErrorString");
+    sym(lib.GetUniqueId, "ncclGetUniqueId");
+    sym(lib.CommInitRank, "ncclCommInitRank");
+    sym(lib.CommDestroy, "ncclCommDestroy");
+    sym(lib.CommAbort, "ncclCommAbort");
+    sym(lib.CommGetAsyncError, "ncclCommGetAsyncError");
+    sym(lib.AllReduce, "ncclAllReduce");
+    sym(lib.AllGather, "ncclAllGather");
+    sym(lib.ReduceScatter, "ncclReduceScatter");
+    sym(lib.Broadcast, "ncclBroadcast");
+    sym(lib.Send, "ncclSend");
+    sym(lib.Recv, "ncclRecv");
+    return ok;
+  }();
+  *why = lib.error;
+  return loaded ? &lib : nullptr;
+}
+
+xhal_status fail(char* msg, size_t len, xhal_status status, const char* what, const char* detail) {
+  if (msg != nullptr && len > 0) std::snprintf(msg, len, "%s: %s", what, detail);
+  return status;
+}
+
+xhal_status result(const Nccl* lib, ncclResult_t r, const char* what, char* msg, size_t len) {
+  if (r == ncclSuccess || r == ncclInProgress) return XHAL_OK;
+  return fail(msg, len, XHAL_ERR_COMM, what, lib->GetErrorString(r));
+}
+
+int nccl_type(xhal_dtype dtype) {
+  switch (dtype) {
+    case XHAL_DTYPE_F32: return ncclFloat32;
+    case XHAL_DTYPE_F16: return ncclFloat16;
+    case XHAL_DTYPE_BF16: return ncclBfloat16;
+    case XHAL_DTYPE_I32: return ncclInt32;
+    case XHAL_DTYPE_I64: return ncclInt64;
+    default: return -1;
+  }
+}
+
+int nccl_op(xhal_reduce op) {
+  switch (op) {
+    case XHAL_REDUCE_SUM: return ncclSum;
+    case XHAL_REDUCE_PROD: return ncclProd;
+    case XHAL_REDUCE_MIN: return ncclMin;
+    case XHAL_REDUCE_MAX: return ncclMax;
+    default: return ncclAvg;
+  }
+}
+
+xhal_status make_id(void* id, char* msg, size_t len) {
+  const char* why = nullptr;
+  const Nccl* lib = nccl(&why);
+  if (lib == nullptr) return fail(msg, len, XHAL_ERR_UNSUPPORTED, "nccl", why);
+  return result(lib, lib->GetUniqueId(static_cast<ncclUniqueId*>(id)), "ncclGetUniqueId", msg, len);
+}
+
+xhal_status create(int32_t device, const void* id, int32_t rank, int32_t size, void** comm, char* msg, size_t len) {
+  const char* why = nullptr;
+  const Nccl* lib = nccl(&why);
+  if (lib == nullptr) return fail(msg, len, XHAL_ERR_UNSUPPORTED, "nccl", why);
+  if (cudaSetDevice(device) != cudaSuccess) return fail(msg, len, XHAL_ERR_DEVICE, "cudaSetDevice", "failed");
+  ncclUniqueId uid;
+  std::memcpy(&uid, id, sizeof uid);
+  ncclComm_t c = nullptr;
+  const xhal_status s = result(lib, lib->CommInitRank(&c, size, uid, rank), "ncclCommInitRank", msg, len);
+  if (s == XHAL_OK) *comm = c;
+  return s;
+}
+
+xhal_status enqueue(void* comm, xhal_comm_op op, const void* in, void* out, size_t count, xhal_dtype dtype,
+                    xhal_reduce reduce, int32_t peer, void* stream, char* msg, size_t len) {
+  const char* why = nullptr;
+  const Nccl* lib = nccl(&why);
+  auto c = static_cast<ncclComm_t>(comm);
+  auto s = static_cast<cudaStream_t>(stream);
+  const int t = nccl_type(dtype);
+  if (t < 0) return fail(msg, len, XHAL_ERR_UNSUPPORTED, "nccl", "dtype not supported");
+  switch (op) {
+    case XHAL_COMM_ALL_REDUCE:
+      return result(lib, lib->AllReduce(in, out, count, t, nccl_op(reduce), c, s), "ncclAllReduce", msg, len);
+    case XHAL_COMM_ALL_GATHER: return result(lib, lib->AllGather(in, out, count, t, c, s), "ncclAllGather", msg, len);
+    case XHAL_COMM_REDUCE_SCATTER:
+      return result(lib, lib->ReduceScatter(in, out, count, t, nccl_op(reduce), c, s), "ncclReduceScatter", msg, len);
+    case XHAL_COMM_BROADCAST:
+      return result(lib, lib->Broadcast(in, out, count, t, peer, c, s), "ncclBroadcast", msg, len);
+    case XHAL_COMM_SEND: return result(lib, lib->Send(in, count, t, peer, c, s), "ncclSend", msg, len);
+    case XHAL_COMM_RECV: return result(lib, lib->Recv(out, count, t, peer, c, s), "ncclRecv", msg, len);
+  }
+  return fail(msg, len, XHAL_ERR_INVALID_ARGUMENT, "nccl", "unknown op");
+}
+
+xhal_status check(void* comm, char* msg, size_t len) {
+  const char* why = nullptr;
+  const Nccl* lib = nccl(&why);
+  ncclResult_t async = ncclSuccess;
+  const ncclResult_t r = lib->CommGetAsyncError(static_cast<ncclComm_t>(comm), &async);
+  if (r != ncclSuccess) return result(lib, r, "ncclCommGetAsyncError", msg, len);
+  return result(lib, async, "NCCL asynchronous error", msg, len);
+}
+
+void abort_comm(void* comm) {
+  const char* why = nullptr;
+  if (const Nccl* lib = nccl(&why)) lib->CommAbort(static_cast<ncclComm_t>(comm));
+}
+
+void destroy(void* comm) {
+  const char* why = nullptr;
+  if (const Nccl* lib = nccl(&why)) lib->CommDestroy(static_cast<ncclComm_t>(comm));
+}
+
+}  // namespace
+
+const xhal_comm_api* nccl_comm_api() {
+  static const xhal_comm_api api{sizeof(xhal_comm_api), "nccl", make_id, create, enqueue, check, abort_comm, destroy};
+  return &api;
+}
+
+}  // namespace xhal::cuda

@@ -1,0 +1,114 @@
+#include "comm/bootstrap.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "comm/engines.hpp"
+#include "core/env.hpp"
+#include "xhal/error.hpp"
+
+namespace xhal::comm {
+namespace {
+
+constexpr const char* kWho = "xhal::comm::Communicator::create";
+
+bool under_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
+
+int env_int(env::Var var) {
+  const auto v = env::value(var);
+  if (!v) return -1;
+  try {
+    size_t used = 0;
+    const int x = std::stoi(*v, &used);
+    if (used == v->size()) return x;
+  } catch (const std::exception&) {
+  }
+  throw Error(Errc::invalid_argument, fmt::format("{}: {} is '{}', expected an integer", kWho, env::info(var).name, *v));
+}
+
+void share_by_file(std::vector<unsigned char>& bytes, const std::string& path, const RankAndSize& who,
+                   std::chrono::milliseconds timeout) {
+  namespace fs = std::filesystem;
+  if (who.rank == 0) {
+    // Written whole under another name, then renamed: readers never see a partial id.
+    const std::string tmp = fmt::format("{}.tmp{}", path, getpid());
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+      if (!out) throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE: cannot write {}", kWho, tmp));
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE: cannot create {}: {}", kWho, path, ec.message()));
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    std::error_code ec;
+    if (fs::exists(path, ec) && fs::file_size(path, ec) == bytes.size()) {
+      std::ifstream in(path, std::ios::binary);
+      in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
+      if (in) return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw Error(Errc::timeout, fmt::format("{}: rank {} waited {} ms for rank 0's id in XHAL_STORE file {} (is rank 0 "
+                                             "running, with the same XHAL_STORE?)", kWho, who.rank, timeout.count(), path));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
+RankAndSize resolve_rank_and_size(const Options& options) {
+  int rank = options.rank >= 0 ? options.rank : env_int(env::Var::rank);
+  int size = options.world_size >= 0 ? options.world_size : env_int(env::Var::world_size);
+  if ((rank < 0 || size < 0) && under_mpirun()) {
+    auto world = create_mpi_communicator(Device::cpu(), options);
+    if (rank < 0) rank = world->rank();
+    if (size < 0) size = world->size();
+  }
+  if (rank < 0 || size < 0) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("{}: no {}: set Options::rank and Options::world_size, or RANK and WORLD_SIZE, or launch "
+                            "under mpirun", kWho, rank < 0 ? "rank" : "world size"));
+  }
+  if (size < 1 || rank >= size) {
+    throw Error(Errc::invalid_argument, fmt::format("{}: rank {} is not in [0, world size {})", kWho, rank, size));
+  }
+  return {rank, size};
+}
+
+void share_from_rank0(std::vector<unsigned char>& bytes, const RankAndSize& who, std::chrono::milliseconds timeout) {
+  if (who.size == 1) return;
+  if (const auto store = env::value(env::Var::store)) {
+    constexpr std::string_view kFile = "file:";
+    if (store->rfind(kFile, 0) != 0 || store->size() == kFile.size()) {
+      throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE is '{}', expected file:<path>", kWho, *store));
+    }
+    share_by_file(bytes, store->substr(kFile.size()), who, timeout);
+    return;
+  }
+  if (!under_mpirun()) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("{}: rank 0's id has no way to the other ranks: set XHAL_STORE=file:<path> (a path all "
+                            "ranks see, fresh for each job) or launch under mpirun", kWho));
+  }
+  Options o;
+  o.timeout = timeout;
+  auto world = create_mpi_communicator(Device::cpu(), o);
+  std::vector<int32_t> words((bytes.size() + 3) / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  const TensorView v(words.data(), DType::i32, {int64_t(words.size())});
+  world->broadcast(v, v, 0).wait(timeout);
+  std::memcpy(bytes.data(), words.data(), bytes.size());
+}
+
+}  // namespace xhal::comm

@@ -1,0 +1,189 @@
+// Communicators of accelerator devices: the backend plugin's collectives (xhal_comm_api: NCCL for
+// cuda, RCCL for hip). Rank 0 makes the engine's id, bootstrap.cpp hands it to every rank; ops are
+// enqueued on the caller's stream (else the device's current one) and a Work is an event recorded
+// after the op, polled together with the engine's asynchronous error.
+#include <fmt/format.h>
+
+#include "comm/bootstrap.hpp"
+#include "comm/engines.hpp"
+#include "comm/pending_op.hpp"
+#include "core/runtime.hpp"
+#include "xhal/device_manager.hpp"
+#include "xhal/error.hpp"
+
+namespace xhal::comm {
+namespace {
+
+class DeviceCommunicator;
+
+class DevicePending final : public detail::PendingOp {
+ public:
+  DevicePending(std::string what, std::chrono::milliseconds timeout, std::shared_ptr<DeviceCommunicator> comm,
+                void* event)
+      : PendingOp(std::move(what), timeout), comm_(std::move(comm)), event_(event) {}
+  ~DevicePending() override;
+  bool poll() override;
+  void timed_out() override;
+
+ private:
+  std::shared_ptr<DeviceCommunicator> comm_;
+  void* event_;
+  bool done_ = false;
+};
+
+class DeviceCommunicator final : public Communicator, public std::enable_shared_from_this<DeviceCommunicator> {
+ public:
+  DeviceCommunicator(const Device& device, const Options& options)
+      : device_(device), timeout_(options.timeout), api_(Runtime::get().api(device)) {
+    engine_ = api_.comm;
+    if (engine_ == nullptr) {
+      throw Error(Errc::unsupported, fmt::format("{}: the {} backend has no collectives engine", kWho, device.str()));
+    }
+    const RankAndSize who = resolve_rank_and_size(options);
+    rank_ = who.rank, size_ = who.size;
+    std::vector<unsigned char> id(XHAL_COMM_ID_BYTES);
+    char msg[512] = {};
+    if (rank_ == 0) throw_if(engine_->make_id(id.data(), msg, sizeof msg), msg);
+    share_from_rank0(id, who, timeout_);
+    throw_if(engine_->create(device.index, id.data(), rank_, size_, &comm_, msg, sizeof msg), msg);
+    void* scratch = nullptr;
+    check_plugin(api_, api_.malloc(device.index, sizeof(float), &scratch), "allocating the barrier's scratch");
+    scratch_ = scratch;
+  }
+  ~DeviceCommunicator() override {
+    if (comm_ != nullptr) (aborted_ ? engine_->abort : engine_->destroy)(comm_);
+    if (scratch_ != nullptr) api_.free(device_.index, scratch_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Engine engine() const override { return device_.type == DeviceType::hip ? Engine::rccl : Engine::nccl; }
+  Device device() const override { return device_; }
+  void abort() override {
+    if (!aborted_.exchange(true) && comm_ != nullptr) {
+      engine_->abort(comm_);
+      comm_ = nullptr;
+    }
+  }
+
+  // The engine's asynchronous error, as Error(comm_error) naming `what`.
+  void check_health(const std::string& what) {
+    if (aborted_) throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: the communicator was aborted", name(), what));
+    char msg[512] = {};
+    if (engine_->check(comm_, msg, sizeof msg) != XHAL_OK) {
+      abort();
+      throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: {}; the communicator is aborted", name(), what, msg));
+    }
+  }
+  const xhal_plugin_api& api() const { return api_; }
+
+ protected:
+  std::chrono::milliseconds timeout() const override { return timeout_; }
+
+  std::shared_ptr<detail::PendingOp> run(const Call& c) override {
+    const std::string what = fmt::format("{} #{}", c.op, c.seq);
+    check_health(what);
+    check_in_place(c);
+    void* stream = c.stream != nullptr ? c.stream->native() : DeviceManager::instance().current_stream(device_).native();
+    const TensorView* t = c.in != nullptr ? c.in : c.out;
+    const xhal_dtype dtype = t != nullptr ? static_cast<xhal_dtype>(t->dtype()) : XHAL_DTYPE_F32;
+    const auto reduce = static_cast<xhal_reduce>(c.reduce);
+    char msg[512] = {};
+    xhal_status s = XHAL_OK;
+    switch (c.kind) {
+      case Kind::all_reduce:
+        s = engine_->enqueue(comm_, XHAL_COMM_ALL_REDUCE, c.in->data(), c.out->data(), size_t(c.out->numel()), dtype,
+                             reduce, -1, stream, msg, sizeof msg);
+        break;
+      case Kind::all_gather:
+        s = engine_->enqueue(comm_, XHAL_COMM_ALL_GATHER, c.in->data(), c.out->data(), size_t(c.in->numel()), dtype,
+                             reduce, -1, stream, msg, sizeof msg);
+        break;
+      case Kind::reduce_scatter:
+        s = engine_->enqueue(comm_, XHAL_COMM_REDUCE_SCATTER, c.in->data(), c.out->data(), size_t(c.out->numel()),
+                             dtype, reduce, -1, stream, msg, sizeof msg);
+        break;
+      case Kind::broadcast:
+        s = engine_->enqueue(comm_, XHAL_COMM_BROADCAST, c.in->data(), c.out->data(), size_t(c.out->numel()), dtype,
+                             reduce, c.peer, stream, msg, sizeof msg);
+        break;
+      case Kind::send:
+        s = engine_->enqueue(comm_, XHAL_COMM_SEND, c.in->data(), nullptr, size_t(c.in->numel()), dtype, reduce, c.peer,
+                             stream, msg, sizeof msg);
+        break;
+      case Kind::recv:
+        s = engine_->enqueue(comm_, XHAL_COMM_RECV, nullptr, c.out->data(), size_t(c.out->numel()), dtype, reduce,
+                             c.peer, stream, msg, sizeof msg);
+        break;
+      case Kind::barrier:  // an all_reduce of one float of scratch
+        s = engine_->enqueue(comm_, XHAL_COMM_ALL_REDUCE, scratch_, scratch_, 1, XHAL_DTYPE_F32, XHAL_REDUCE_SUM, -1,
+                             stream, msg, sizeof msg);
+        break;
+    }
+    if (s != XHAL_OK) throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: {}", name(), what, msg));
+    void* event = nullptr;
+    check_plugin(api_, api_.event_create(device_.index, &event), "creating a completion event");
+    check_plugin(api_, api_.event_record(device_.index, event, stream), "recording a completion event");
+    return std::make_shared<DevicePending>(what, timeout_, shared_from_this(), event);
+  }
+
+ private:
+  static constexpr const char* kWho = "xhal::comm::Communicator::create";
+  std::string name() const { return std::string(engine_name(engine())); }
+  [[noreturn]] void fail(xhal_status s, const char* msg) const {
+    throw Error(s == XHAL_ERR_UNSUPPORTED ? Errc::unsupported : Errc::comm_error,
+                fmt::format("{} ({} on {}): {}", kWho, engine_->engine, device_.str(), msg));
+  }
+  void throw_if(xhal_status s, const char* msg) const {
+    if (s != XHAL_OK) fail(s, msg);
+  }
+  // The vendor libraries define in place only as out == in (all_reduce, broadcast) or one's block
+  // of the other (all_gather, reduce_scatter); any other overlap is refused.
+  void check_in_place(const Call& c) const {
+    if (c.in == nullptr || c.out == nullptr || c.in->numel() == 0 || c.out->numel() == 0) return;
+    const auto* in = static_cast<const unsigned char*>(c.in->data());
+    const auto* out = static_cast<const unsigned char*>(c.out->data());
+    if (!(in < out + c.out->nbytes() && out < in + c.in->nbytes())) return;
+    bool allowed = in == out;
+    if (c.kind == Kind::all_gather) allowed = in == out + size_t(rank_) * c.in->nbytes();
+    if (c.kind == Kind::reduce_scatter) allowed = out == in + size_t(rank_) * c.out->nbytes();
+    if (!allowed) {
+      throw Error(Errc::invalid_argument,
+                  fmt::format("xhal::comm::{}: argument 'out': overlaps 'in' other than in place ({})", c.op,
+                              c.kind == Kind::all_gather     ? "'in' must be this rank's block of 'out'"
+                              : c.kind == Kind::reduce_scatter ? "'out' must be this rank's block of 'in'"
+                                                               : "'out' must be 'in'"));
+    }
+  }
+
+  Device device_;
+  std::chrono::milliseconds timeout_;
+  const xhal_plugin_api& api_;
+  const xhal_comm_api* engine_ = nullptr;
+  void* comm_ = nullptr;
+  void* scratch_ = nullptr;
+  int rank_ = 0, size_ = 1;
+  std::atomic<bool> aborted_{false};
+};
+
+DevicePending::~DevicePending() { comm_->api().event_destroy(comm_->device().index, event_); }
+
+bool DevicePending::poll() {
+  if (done_) return true;
+  comm_->check_health(what());
+  const xhal_status s = comm_->api().event_query(comm_->device().index, event_);
+  if (s == XHAL_NOT_READY) return false;
+  check_plugin(comm_->api(), s, "waiting for a collective");
+  done_ = true;
+  return true;
+}
+
+void DevicePending::timed_out() { comm_->abort(); }
+
+}  // namespace
+
+std::shared_ptr<Communicator> create_device_communicator(const Device& device, const Options& options) {
+  return std::make_shared<DeviceCommunicator>(device, options);
+}
+
+}  // namespace xhal::comm
