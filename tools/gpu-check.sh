@@ -33,12 +33,15 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2'; then
   nccl=$(find / \( -path /proc -o -path /sys \) -prune -o -name 'libnccl.so.2' -print 2>/dev/null | head -n 1)
   [ -n "$nccl" ] && export LD_LIBRARY_PATH=$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
+# nccl.h and the library for xhal-comm-bench's raw NCCL comparison.
+nccl_header=$(find / \( -path /proc -o -path /sys \) -prune -o -name nccl.h -print 2>/dev/null | head -n 1)
+nccl_root=${nccl_header:+$(dirname "$(dirname "$nccl_header")")}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
 build=build-gpu
 start=$(date +%s)
 if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=ON \
-     -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} >"$out/configure.log" 2>&1 &&
+     -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root} >"$out/configure.log" 2>&1 &&
    cmake --build "$build" -j16 >"$out/build.log" 2>&1; then
   note "build: ok in $(( $(date +%s) - start )) s (dlpack from ${dlpack:-?})"
 else
@@ -82,6 +85,13 @@ XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal-bench" --device cuda:0 $quick --ben
   --benchmark_filter='^attention' >"$out/bench-mma.txt" 2>&1
 note "xhal-bench attention with the mma.sync kernel: exit $?"
 grep -E "^attention" "$out/bench-mma.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 6
+
+gpus=$(nvidia-smi -L | wc -l)
+if [ "$gpus" -ge 2 ]; then
+  timeout 300 tests/run_ranks.sh 2 "$build/bin/xhal-comm-bench" --device cuda --iters 20 >"$out/comm-bench.txt" 2>&1
+  note "xhal-comm-bench on 2 GPUs: exit $? (nccl.h: ${nccl_header:-not found})"
+  awk '$1 == "[rank" && $2 == "0]" && ($3 == "op" || $4 == 8 || $4 == 1048576 || $4 == 1073741824)' "$out/comm-bench.txt"
+fi
 
 if [ -f bench/peers/torch_compare.py ]; then
   PYTHONUNBUFFERED=1 timeout 500 python3 bench/peers/torch_compare.py --lib "$build/lib/libxhal.so" \
