@@ -4,7 +4,10 @@
 // ranks.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "comm_cases.hpp"
 #include "xhal/device_manager.hpp"
@@ -40,6 +43,27 @@ int main(int argc, char** argv) {
   const Device kind = Device::parse(type ? type : "cuda");
   int available = 0;
   for (const Device& d : DeviceManager::instance().devices()) available += d.type == kind.type;
+  if (const char* expect = std::getenv("XHAL_TEST_COMM_EXPECT"); expect && std::string(expect) == "timeout") {
+    // A bootstrap that cannot complete (a rank missing, a store nobody writes) must fail as a
+    // timeout within the bound, never hang.
+    if (available == 0) {
+      std::printf("comm on %s skipped: no device\n", std::string(device_type_name(kind.type)).c_str());
+      return 0;
+    }
+    comm::Options options;
+    options.timeout = std::chrono::milliseconds(3000);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      comm::Communicator::create(Device{kind.type, r % available}, options);
+      std::printf("NO ERROR: create succeeded\n");
+      return 1;
+    } catch (const Error& e) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+      std::printf("create failed after %lld ms with %s: %s\n", static_cast<long long>(ms),
+                  e.code() == Errc::timeout ? "timeout" : "another error", e.what());
+      return e.code() == Errc::timeout && ms < 20000 ? 0 : 1;
+    }
+  }
   if (available < n) {
     comm::g_skip = "comm on " + std::string(device_type_name(kind.type)) + " skipped: " + std::to_string(available) +
                    " device(s) for " + std::to_string(n) + " ranks";

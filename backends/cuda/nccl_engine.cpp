@@ -7,6 +7,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <chrono>
+#include <climits>
+#include <thread>
 #include <type_traits>
 
 #include <cuda_runtime.h>
@@ -24,11 +27,22 @@ constexpr ncclResult_t ncclSuccess = 0, ncclInProgress = 7;
 enum ncclDataType : int { ncclInt32 = 2, ncclInt64 = 4, ncclFloat16 = 6, ncclFloat32 = 7, ncclBfloat16 = 9 };
 enum ncclRedOp : int { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4 };
 static_assert(sizeof(ncclUniqueId) == XHAL_COMM_ID_BYTES, "NCCL's unique id is 128 bytes");
+// The communicator configuration as NCCL 2.17 defined it (ncclConfig_v21700); later releases
+// accept it by its size and version fields.
+struct ncclConfig {
+  size_t size = sizeof(ncclConfig);
+  unsigned int magic = 0xcafebeef;
+  unsigned int version = 21700;  // NCCL_VERSION(2, 17, 0)
+  int blocking = INT_MIN, cgaClusterSize = INT_MIN, minCTAs = INT_MIN, maxCTAs = INT_MIN;
+  const char* netName = nullptr;
+  int splitShare = INT_MIN;
+};
 
 struct Nccl {
   const char* (*GetErrorString)(ncclResult_t);
   ncclResult_t (*GetUniqueId)(ncclUniqueId*);
-  ncclResult_t (*CommInitRank)(ncclComm_t*, int, ncclUniqueId, int);
+  ncclResult_t (*CommInitRankConfig)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig*);
+  ncclResult_t (*CommFinalize)(ncclComm_t);
   ncclResult_t (*CommDestroy)(ncclComm_t);
   ncclResult_t (*CommAbort)(ncclComm_t);
   ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t*);
@@ -61,7 +75,8 @@ const Nccl* nccl(const char** why) {
     };
     sym(lib.GetErrorString, "ncclGetErrorString");
     sym(lib.GetUniqueId, "ncclGetUniqueId");
-    sym(lib.CommInitRank, "ncclCommInitRank");
+    sym(lib.CommInitRankConfig, "ncclCommInitRankConfig");
+    sym(lib.CommFinalize, "ncclCommFinalize");
     sym(lib.CommDestroy, "ncclCommDestroy");
     sym(lib.CommAbort, "ncclCommAbort");
     sym(lib.CommGetAsyncError, "ncclCommGetAsyncError");
@@ -115,17 +130,45 @@ xhal_status make_id(void* id, char* msg, size_t len) {
   return result(lib, lib->GetUniqueId(static_cast<ncclUniqueId*>(id)), "ncclGetUniqueId", msg, len);
 }
 
-xhal_status create(int32_t device, const void* id, int32_t rank, int32_t size, void** comm, char* msg, size_t len) {
+// Waits while a nonblocking communicator's last call is still in progress; its final state.
+ncclResult_t settle(const Nccl* lib, ncclComm_t c, std::chrono::steady_clock::time_point deadline) {
+  ncclResult_t state = ncclInProgress;
+  while (true) {
+    const ncclResult_t r = lib->CommGetAsyncError(c, &state);
+    if (r != ncclSuccess) return r;
+    if (state != ncclInProgress || std::chrono::steady_clock::now() >= deadline) return state;
+    std::this_thread::yield();
+  }
+}
+
+// Nonblocking init, polled up to timeout_ms: a rank that never joins is a timeout, not a hang.
+xhal_status create(int32_t device, const void* id, int32_t rank, int32_t size, int64_t timeout_ms, void** comm,
+                   char* msg, size_t len) {
   const char* why = nullptr;
   const Nccl* lib = nccl(&why);
   if (lib == nullptr) return fail(msg, len, XHAL_ERR_UNSUPPORTED, "nccl", why);
   if (cudaSetDevice(device) != cudaSuccess) return fail(msg, len, XHAL_ERR_DEVICE, "cudaSetDevice", "failed");
   ncclUniqueId uid;
   std::memcpy(&uid, id, sizeof uid);
+  ncclConfig config;
+  config.blocking = 0;
   ncclComm_t c = nullptr;
-  const xhal_status s = result(lib, lib->CommInitRank(&c, size, uid, rank), "ncclCommInitRank", msg, len);
-  if (s == XHAL_OK) *comm = c;
-  return s;
+  const ncclResult_t r = lib->CommInitRankConfig(&c, size, uid, rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress) return result(lib, r, "ncclCommInitRankConfig", msg, len);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const ncclResult_t state = settle(lib, c, deadline);
+  if (state == ncclInProgress) {
+    lib->CommAbort(c);
+    char detail[160];
+    std::snprintf(detail, sizeof detail, "not all %d ranks joined within %lld ms", size, static_cast<long long>(timeout_ms));
+    return fail(msg, len, XHAL_ERR_TIMEOUT, "ncclCommInitRankConfig", detail);
+  }
+  if (state != ncclSuccess) {
+    lib->CommAbort(c);
+    return result(lib, state, "ncclCommInitRankConfig", msg, len);
+  }
+  *comm = c;
+  return XHAL_OK;
 }
 
 xhal_status enqueue(void* comm, xhal_comm_op op, const void* in, void* out, size_t count, xhal_dtype dtype,
@@ -136,16 +179,23 @@ xhal_status enqueue(void* comm, xhal_comm_op op, const void* in, void* out, size
   auto s = static_cast<cudaStream_t>(stream);
   const int t = nccl_type(dtype);
   if (t < 0) return fail(msg, len, XHAL_ERR_UNSUPPORTED, "nccl", "dtype not supported");
+  // On a nonblocking communicator a call may return while NCCL still enqueues it: wait for that
+  // (briefly; the op itself runs on the stream) so what the caller records after it follows it.
+  auto enqueued = [&](ncclResult_t r, const char* what) {
+    if (r == ncclInProgress) r = settle(lib, c, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    if (r == ncclInProgress) return fail(msg, len, XHAL_ERR_TIMEOUT, what, "still being enqueued after 60 s");
+    return result(lib, r, what, msg, len);
+  };
   switch (op) {
     case XHAL_COMM_ALL_REDUCE:
-      return result(lib, lib->AllReduce(in, out, count, t, nccl_op(reduce), c, s), "ncclAllReduce", msg, len);
-    case XHAL_COMM_ALL_GATHER: return result(lib, lib->AllGather(in, out, count, t, c, s), "ncclAllGather", msg, len);
+      return enqueued(lib->AllReduce(in, out, count, t, nccl_op(reduce), c, s), "ncclAllReduce");
+    case XHAL_COMM_ALL_GATHER: return enqueued(lib->AllGather(in, out, count, t, c, s), "ncclAllGather");
     case XHAL_COMM_REDUCE_SCATTER:
-      return result(lib, lib->ReduceScatter(in, out, count, t, nccl_op(reduce), c, s), "ncclReduceScatter", msg, len);
+      return enqueued(lib->ReduceScatter(in, out, count, t, nccl_op(reduce), c, s), "ncclReduceScatter");
     case XHAL_COMM_BROADCAST:
-      return result(lib, lib->Broadcast(in, out, count, t, peer, c, s), "ncclBroadcast", msg, len);
-    case XHAL_COMM_SEND: return result(lib, lib->Send(in, count, t, peer, c, s), "ncclSend", msg, len);
-    case XHAL_COMM_RECV: return result(lib, lib->Recv(out, count, t, peer, c, s), "ncclRecv", msg, len);
+      return enqueued(lib->Broadcast(in, out, count, t, peer, c, s), "ncclBroadcast");
+    case XHAL_COMM_SEND: return enqueued(lib->Send(in, count, t, peer, c, s), "ncclSend");
+    case XHAL_COMM_RECV: return enqueued(lib->Recv(out, count, t, peer, c, s), "ncclRecv");
   }
   return fail(msg, len, XHAL_ERR_INVALID_ARGUMENT, "nccl", "unknown op");
 }
@@ -164,9 +214,14 @@ void abort_comm(void* comm) {
   if (const Nccl* lib = nccl(&why)) lib->CommAbort(static_cast<ncclComm_t>(comm));
 }
 
+// A nonblocking communicator is finalised (its work flushed) before it is destroyed.
 void destroy(void* comm) {
   const char* why = nullptr;
-  if (const Nccl* lib = nccl(&why)) lib->CommDestroy(static_cast<ncclComm_t>(comm));
+  if (const Nccl* lib = nccl(&why)) {
+    auto c = static_cast<ncclComm_t>(comm);
+    if (lib->CommFinalize(c) == ncclInProgress) settle(lib, c, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    lib->CommDestroy(c);
+  }
 }
 
 }  // namespace

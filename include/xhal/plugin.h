@@ -151,8 +151,9 @@ typedef struct xhal_comm_api {
   const char* engine; /* "nccl", "rccl" */
   /* Each failure writes a message naming the vendor call to msg[len]. */
   xhal_status (*make_id)(void* id, char* msg, size_t len);
-  xhal_status (*create)(int32_t device, const void* id, int32_t rank, int32_t size, void** comm,
-                        char* msg, size_t len);
+  /* Gives up with XHAL_ERR_TIMEOUT when the other ranks have not joined within timeout_ms. */
+  xhal_status (*create)(int32_t device, const void* id, int32_t rank, int32_t size, int64_t timeout_ms,
+                        void** comm, char* msg, size_t len);
   /* Enqueues one op on `stream` (never waits for it). */
   xhal_status (*enqueue)(void* comm, xhal_comm_op op, const void* in, void* out, size_t count,
                          xhal_dtype dtype, xhal_reduce reduce, int32_t peer, void* stream, char* msg,

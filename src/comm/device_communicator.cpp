@@ -45,7 +45,8 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     char msg[512] = {};
     if (rank_ == 0) throw_if(engine_->make_id(id.data(), msg, sizeof msg), msg);
     share_from_rank0(id, who, timeout_);
-    throw_if(engine_->create(device.index, id.data(), rank_, size_, &comm_, msg, sizeof msg), msg);
+    throw_if(engine_->create(device.index, id.data(), rank_, size_, int64_t(timeout_.count()), &comm_, msg, sizeof msg),
+             msg);
     void* scratch = nullptr;
     check_plugin(api_, api_.malloc(device.index, sizeof(float), &scratch), "allocating the barrier's scratch");
     scratch_ = scratch;
@@ -131,7 +132,7 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
   static constexpr const char* kWho = "xhal::comm::Communicator::create";
   std::string name() const { return std::string(engine_name(engine())); }
   [[noreturn]] void fail(xhal_status s, const char* msg) const {
-    throw Error(s == XHAL_ERR_UNSUPPORTED ? Errc::unsupported : Errc::comm_error,
+    throw Error(s == XHAL_ERR_UNSUPPORTED ? Errc::unsupported : s == XHAL_ERR_TIMEOUT ? Errc::timeout : Errc::comm_error,
                 fmt::format("{} ({} on {}): {}", kWho, engine_->engine, device_.str(), msg));
   }
   void throw_if(xhal_status s, const char* msg) const {
