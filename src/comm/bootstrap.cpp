@@ -67,9 +67,13 @@ void share_by_file(std::vector<unsigned char>& bytes, const std::string& path, c
 
 }  // namespace
 
+RankAndSize requested_rank_and_size(const Options& options) {
+  return {options.rank >= 0 ? options.rank : env_int(env::Var::rank),
+          options.world_size >= 0 ? options.world_size : env_int(env::Var::world_size)};
+}
+
 RankAndSize resolve_rank_and_size(const Options& options) {
-  int rank = options.rank >= 0 ? options.rank : env_int(env::Var::rank);
-  int size = options.world_size >= 0 ? options.world_size : env_int(env::Var::world_size);
+  auto [rank, size] = requested_rank_and_size(options);
   if ((rank < 0 || size < 0) && under_mpirun()) {
     auto world = create_mpi_communicator(Device::cpu(), options);
     if (rank < 0) rank = world->rank();

@@ -13,6 +13,10 @@ struct RankAndSize {
   int rank, size;
 };
 
+// What the options, else RANK / WORLD_SIZE, ask for; -1 where neither says. Throws
+// Error(invalid_argument) for a variable that is not an integer.
+RankAndSize requested_rank_and_size(const Options& options);
+
 // Options, else RANK / WORLD_SIZE, else MPI's view when running under mpirun. Throws
 // Error(invalid_argument) when none says, or the rank is outside [0, size).
 RankAndSize resolve_rank_and_size(const Options& options);

@@ -87,40 +87,26 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     check_in_place(c);
     void* stream = c.stream != nullptr ? c.stream->native() : DeviceManager::instance().current_stream(device_).native();
     const TensorView* t = c.in != nullptr ? c.in : c.out;
-    const xhal_dtype dtype = t != nullptr ? static_cast<xhal_dtype>(t->dtype()) : XHAL_DTYPE_F32;
     const auto reduce = static_cast<xhal_reduce>(c.reduce);
-    char msg[512] = {};
-    xhal_status s = XHAL_OK;
+    // The vendor call: which op, its buffers, and its count (per rank for the gathers).
+    xhal_comm_op op = XHAL_COMM_ALL_REDUCE;
+    const void* in = c.in != nullptr ? c.in->data() : nullptr;
+    void* out = c.out != nullptr ? c.out->data() : nullptr;
+    size_t count = c.out != nullptr ? size_t(c.out->numel()) : 0;
+    xhal_dtype type = t != nullptr ? static_cast<xhal_dtype>(t->dtype()) : XHAL_DTYPE_F32;
     switch (c.kind) {
-      case Kind::all_reduce:
-        s = engine_->enqueue(comm_, XHAL_COMM_ALL_REDUCE, c.in->data(), c.out->data(), size_t(c.out->numel()), dtype,
-                             reduce, -1, stream, msg, sizeof msg);
-        break;
-      case Kind::all_gather:
-        s = engine_->enqueue(comm_, XHAL_COMM_ALL_GATHER, c.in->data(), c.out->data(), size_t(c.in->numel()), dtype,
-                             reduce, -1, stream, msg, sizeof msg);
-        break;
-      case Kind::reduce_scatter:
-        s = engine_->enqueue(comm_, XHAL_COMM_REDUCE_SCATTER, c.in->data(), c.out->data(), size_t(c.out->numel()),
-                             dtype, reduce, -1, stream, msg, sizeof msg);
-        break;
-      case Kind::broadcast:
-        s = engine_->enqueue(comm_, XHAL_COMM_BROADCAST, c.in->data(), c.out->data(), size_t(c.out->numel()), dtype,
-                             reduce, c.peer, stream, msg, sizeof msg);
-        break;
-      case Kind::send:
-        s = engine_->enqueue(comm_, XHAL_COMM_SEND, c.in->data(), nullptr, size_t(c.in->numel()), dtype, reduce, c.peer,
-                             stream, msg, sizeof msg);
-        break;
-      case Kind::recv:
-        s = engine_->enqueue(comm_, XHAL_COMM_RECV, nullptr, c.out->data(), size_t(c.out->numel()), dtype, reduce,
-                             c.peer, stream, msg, sizeof msg);
-        break;
+      case Kind::all_reduce: op = XHAL_COMM_ALL_REDUCE; break;
+      case Kind::all_gather: op = XHAL_COMM_ALL_GATHER, count = size_t(c.in->numel()); break;
+      case Kind::reduce_scatter: op = XHAL_COMM_REDUCE_SCATTER; break;
+      case Kind::broadcast: op = XHAL_COMM_BROADCAST; break;
+      case Kind::send: op = XHAL_COMM_SEND, count = size_t(c.in->numel()); break;
+      case Kind::recv: op = XHAL_COMM_RECV; break;
       case Kind::barrier:  // an all_reduce of one float of scratch
-        s = engine_->enqueue(comm_, XHAL_COMM_ALL_REDUCE, scratch_, scratch_, 1, XHAL_DTYPE_F32, XHAL_REDUCE_SUM, -1,
-                             stream, msg, sizeof msg);
+        in = out = scratch_, count = 1, type = XHAL_DTYPE_F32;
         break;
     }
+    char msg[512] = {};
+    const xhal_status s = engine_->enqueue(comm_, op, in, out, count, type, reduce, c.peer, stream, msg, sizeof msg);
     if (s != XHAL_OK) throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: {}", name(), what, msg));
     void* event = nullptr;
     check_plugin(api_, api_.event_create(device_.index, &event), "creating a completion event");

@@ -18,9 +18,9 @@
 
 #include <fmt/format.h>
 
+#include "comm/bootstrap.hpp"
 #include "comm/engines.hpp"
 #include "comm/pending_op.hpp"
-#include "core/env.hpp"
 #include "xhal/error.hpp"
 #include "xhal/half.hpp"
 
@@ -259,18 +259,9 @@ void check_bootstrap(const Options& options, int rank, int size) {
                               "and leave RANK/WORLD_SIZE unset, or make them agree)", name, given, actual));
     }
   };
-  auto env_int = [](env::Var var) {
-    const auto v = env::value(var);
-    if (!v) return -1;
-    try {
-      return std::stoi(*v);
-    } catch (const std::exception&) {
-      throw Error(Errc::invalid_argument, fmt::format("xhal::comm::Communicator::create: {} is '{}', expected an "
-                                                      "integer", env::info(var).name, *v));
-    }
-  };
-  expect("the rank", options.rank >= 0 ? options.rank : env_int(env::Var::rank), rank);
-  expect("the world size", options.world_size >= 0 ? options.world_size : env_int(env::Var::world_size), size);
+  const RankAndSize requested = requested_rank_and_size(options);
+  expect("the rank", requested.rank, rank);
+  expect("the world size", requested.size, size);
 }
 
 }  // namespace
