@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages xhal needs to build and test, when any is missing.
+# Installs the Debian packages xhal needs to build and test, when any is missing. hipcc and the HIP
+# runtime's headers build the hip plugin (it compiles for AMD GPUs; none is needed to build it).
 set -euo pipefail
 packages=(build-essential cmake ninja-build libfmt-dev libspdlog-dev libdlpack-dev libgtest-dev
-          libbenchmark-dev libopenmpi-dev openmpi-bin)
+          libbenchmark-dev libopenmpi-dev openmpi-bin hipcc libamdhip64-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,11 +8,25 @@
 #include <mutex>
 #include <tuple>
 
-#include "cuda_status.hpp"
+#include "backends/gpu/gpu_status.hpp"
 #include "kernels/gpu/kernel_registration.hpp"
 
 namespace xhal::cuda {
 namespace {
+
+using gpu::last_error;
+
+// cuBLASLt statuses as xhal statuses, the message kept for last_error() as for runtime errors.
+xhal_status check(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return XHAL_OK;
+  gpu::set_last_error(std::string(what) + ": cuBLASLt status " + std::to_string(int(status)));
+  switch (status) {
+    case CUBLAS_STATUS_ALLOC_FAILED: return XHAL_ERR_OUT_OF_MEMORY;
+    case CUBLAS_STATUS_INVALID_VALUE: return XHAL_ERR_INVALID_ARGUMENT;
+    case CUBLAS_STATUS_NOT_SUPPORTED: return XHAL_ERR_UNSUPPORTED;
+    default: return XHAL_ERR_DEVICE;
+  }
+}
 
 constexpr size_t kWorkspace = size_t(32) << 20;
 

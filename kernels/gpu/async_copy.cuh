@@ -15,7 +15,7 @@ __device__ inline void copy16(typename E::T* dst, const typename E::T* src, bool
 #if !defined(__HIPCC__)
   sm80::cp_async_16(dst, src, valid);
 #else
-  *reinterpret_cast<uint4*>(dst) = valid ? *reinterpret_cast<const uint4*>(src) : uint4{0, 0, 0, 0};
+  *reinterpret_cast<vec16_t*>(dst) = valid ? *reinterpret_cast<const vec16_t*>(src) : vec16_t{0, 0, 0, 0};
 #endif
 }
 __device__ inline void copy_commit() {

@@ -56,7 +56,7 @@ xhal_status launch_generic(const xhal_op_call* c, const AttnProblem& problem, ch
   if (tasks == 0) return XHAL_OK;
   const size_t shared = size_t(kGenericWarps) * a.D * sizeof(float);
   if (shared > 48 * 1024) {
-    gpuFuncSetAttribute(reinterpret_cast<const void*>(generic_attention_kernel<E>),
+    (void)gpuFuncSetAttribute(reinterpret_cast<const void*>(generic_attention_kernel<E>),
                         gpuFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   }
   const DLTensor* lse = c->t[XHAL_SLOT_LSE];

@@ -23,7 +23,7 @@ __device__ void attend_row(const typename E::T* q, int64_t D, int64_t Dv, int64_
                            float* q_shared) {
   const int lane = threadIdx.x % kWarpSize;
   for (int64_t d = lane; d < D; d += kWarpSize) q_shared[d] = E::load(q[d]) * mask.scale;
-  __syncwarp();
+  warp_sync();
   float acc[kMaxValuesPerLane];
   for (int r = 0; r < kMaxValuesPerLane; ++r) acc[r] = 0.0f;
   float m = -INFINITY, l = 0.0f;
@@ -61,7 +61,7 @@ __device__ void attend_row(const typename E::T* q, int64_t D, int64_t Dv, int64_
     if (dv < Dv) out[dv] = E::store(acc[r] * inv);
   }
   if (lse != nullptr && lane == 0) *lse = l > 0.0f ? m + logf(l) : -INFINITY;
-  __syncwarp();
+  warp_sync();
 }
 
 // supports() of the generic kernel.

@@ -26,8 +26,8 @@ struct F16 {
 struct BF16 {
   using T = bf16_t;
   static constexpr xhal_dtype kDType = XHAL_DTYPE_BF16;
-  __device__ static float load(bf16_t v) { return __bfloat162float(v); }
-  __device__ static bf16_t store(float v) { return __float2bfloat16_rn(v); }
+  __device__ static float load(bf16_t v) { return bf16_to_float(v); }
+  __device__ static bf16_t store(float v) { return float_to_bf16(v); }
 };
 
 // kVec elements of E in one 16-byte access.
@@ -35,15 +35,15 @@ template <class E>
 struct Vec {
   static constexpr int kVec = 16 / sizeof(typename E::T);
   union {
-    uint4 raw;
+    vec16_t raw;
     typename E::T v[kVec];
   };
   __device__ static Vec load_from(const typename E::T* p) {
     Vec x;
-    x.raw = *reinterpret_cast<const uint4*>(p);
+    x.raw = *reinterpret_cast<const vec16_t*>(p);
     return x;
   }
-  __device__ void store_to(typename E::T* p) const { *reinterpret_cast<uint4*>(p) = raw; }
+  __device__ void store_to(typename E::T* p) const { *reinterpret_cast<vec16_t*>(p) = raw; }
 };
 
 }  // namespace xhal::gpu

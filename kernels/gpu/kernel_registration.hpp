@@ -12,6 +12,7 @@ void register_swiglu_kernels(const xhal_host_api* host);
 void register_rope_kernels(const xhal_host_api* host);
 void register_attention_kernels(const xhal_host_api* host);
 void register_paged_attention_kernels(const xhal_host_api* host);
+void register_linear_kernels(const xhal_host_api* host);  // the portable GEMM
 void register_attention_sm90_kernels(const xhal_host_api* host);  // NVIDIA only
 
 // Accuracy classes vs float64: the same f32 accumulation as the CPU reference; fast exp and tensor

@@ -69,14 +69,17 @@ inline int multiprocessor_count(int device) {
   if (device < 0 || device >= 64) return 1;
   if (counts[device] == 0) {
     int count = 0;
-#if defined(__HIPCC__)
-    hipDeviceGetAttribute(&count, hipDeviceAttributeMultiprocessorCount, device);
-#else
-    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
-#endif
+    if (gpuDeviceGetAttribute(&count, gpuDevAttrMultiProcessorCount, device) != gpuSuccess) count = 1;
     counts[device] = count > 0 ? count : 1;
   }
   return counts[device];
+}
+
+// A block of about `want` threads: whole warps, at least one, at most `max_threads`.
+inline int block_threads(int64_t want, int max_threads) {
+  const int64_t warps = (want + kWarpSize - 1) / kWarpSize;
+  const int64_t threads = (warps < 1 ? 1 : warps) * kWarpSize;
+  return int(threads < max_threads ? threads : max_threads);
 }
 
 // A grid of at most `max_blocks` blocks for `work` items of `per_block` each (kernels loop).
@@ -93,13 +96,12 @@ namespace xhal::gpu {
 // Runs Run on the call's device (the calling thread's current device is switched when needed).
 template <kernels::RunFn Run>
 xhal_status on_call_device(const xhal_op_call* c, char* msg, size_t len) {
-#if defined(__HIPCC__)
   int current = -1;
-  if (hipGetDevice(&current) != hipSuccess || current != c->device_index) hipSetDevice(c->device_index);
-#else
-  int current = -1;
-  if (cudaGetDevice(&current) != cudaSuccess || current != c->device_index) cudaSetDevice(c->device_index);
-#endif
+  if (gpuGetDevice(&current) != gpuSuccess || current != c->device_index) {
+    if (gpuSetDevice(c->device_index) != gpuSuccess) {
+      return kernel_error(msg, len, XHAL_ERR_DEVICE, "cannot make device %d current", c->device_index);
+    }
+  }
   return Run(c, msg, len);
 }
 

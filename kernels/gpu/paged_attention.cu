@@ -77,7 +77,7 @@ struct GenericPagedAttention {
                             vc->strides[1]};
     const size_t shared = size_t(kGenericWarps) * a.D * sizeof(float);
     if (shared > 48 * 1024) {
-      gpuFuncSetAttribute(reinterpret_cast<const void*>(generic_paged_kernel<E>),
+      (void)gpuFuncSetAttribute(reinterpret_cast<const void*>(generic_paged_kernel<E>),
                           gpuFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     }
     generic_paged_kernel<E><<<grid_for(a.batch * a.Hq, kGenericWarps, int64_t(1) << 20),
@@ -96,6 +96,9 @@ const char* decode_supports(const xhal_op_call* c) {
   const int64_t D = q->shape[2], Dv = vc->shape[3], group = q->shape[1] / kc->shape[2];
   if (D % 8 != 0 || Dv % 8 != 0 || D > 256 || Dv > 256) return "head dims not multiples of 8 up to 256";
   if (group * Dv > kMaxGroupTimesDv) return "query heads per kv head x value dim above 8192";
+  if (paged_decode_shared_bytes(group, D, Dv, 2) > size_t(kMaxDynamicSharedBytes)) {
+    return "K/V tiles larger than a block's shared memory";
+  }
   for (const DLTensor* t : {kc, vc}) {
     if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "caches not 16-byte aligned";
     for (int d = 0; d < 3; ++d) {
@@ -106,9 +109,9 @@ const char* decode_supports(const xhal_op_call* c) {
   return nullptr;
 }
 
-// Decode kernels need more than the default 48 KiB of shared memory: allow up to 200 KiB, once.
+// Decode kernels need more than the default 48 KiB of shared memory: allow what a block may have.
 inline void raise_shared_limit(const void* kernel) {
-  gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
+  (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kMaxDynamicSharedBytes);
 }
 
 template <class E>

@@ -148,8 +148,9 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
     __syncthreads();
     // Online softmax, one warp per head.
     for (int64_t g = warp; g < G; g += kWarps) {
-      float s0 = sS[g * kTileKeys + lane], s1 = sS[g * kTileKeys + lane + kWarpSize];
-      if (kWarpSize == kTileKeys) s1 = -INFINITY;  // 64-wide warps cover the tile in one value
+      // 64-wide warps cover the tile in one value per lane.
+      const float s0 = sS[g * kTileKeys + lane];
+      const float s1 = kWarpSize < kTileKeys ? sS[g * kTileKeys + lane + kWarpSize] : -INFINITY;
       const float m_old = sMax[g];
       const float m_new = fmaxf(m_old, warp_max(fmaxf(s0, s1)));
       const float base = m_new == -INFINITY ? 0.0f : m_new;

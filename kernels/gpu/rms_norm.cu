@@ -280,7 +280,7 @@ bool launch_rows_in_registers(const xhal_op_call* c, gpuStream_t stream) {
 inline size_t staged_bytes(int64_t cols, size_t elt, bool residual, int stages) {
   return (residual ? 2 : 1) * size_t(stages) * size_t(cols) * elt;
 }
-constexpr size_t kMaxStagedBytes = 96 * 1024;
+constexpr size_t kMaxStagedBytes = std::min(96 * 1024, kMaxDynamicSharedBytes);
 
 template <class E, int VEC>
 void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
@@ -291,7 +291,7 @@ void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
   const RowLayout rl = res ? row_layout(res) : RowLayout{};
   const int64_t vecs = xl.cols / VEC;
   // About 4 vectors per thread keeps several loads in flight; at most 1024 threads.
-  int threads = int(std::min<int64_t>(1024, std::max<int64_t>(32, ((vecs + 3) / 4 + 31) / 32 * 32)));
+  const int threads = block_threads((vecs + 3) / 4, 1024);
   const int64_t per_thread = (vecs + threads - 1) / threads;
   // One wave of blocks, each looping over rows (measured faster than a block per row at 65536 rows).
   const unsigned grid =
@@ -334,14 +334,14 @@ struct RmsNormKernel {
         for (const void* k : {reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 128, 3>),
                               reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 128, 2>),
                               reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 256, 2>)}) {
-          gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kMaxStagedBytes));
+          (void)gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kMaxStagedBytes));
         }
         return true;
       }();
       (void)raised;
       const RowLayout xl = row_layout(x);
       const int64_t per_sm =
-          std::max<int64_t>(1, std::min<int64_t>(short_rows ? 16 : 8, (200 << 10) / int64_t(staged)));
+          std::max<int64_t>(1, std::min<int64_t>(short_rows ? 16 : 8, int64_t(kMaxDynamicSharedBytes) / int64_t(staged)));
       const unsigned grid = grid_for(xl.rows, 1, multiprocessor_count(c->device_index) * per_sm);
       auto go = [&](auto kernel, int threads) {
         kernel<<<grid, threads, staged, stream>>>(

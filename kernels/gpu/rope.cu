@@ -123,7 +123,7 @@ struct RopeKernel {
                      c->params.rope_neox != 0, pos->dtype.bits == 64};
     if (a.tokens == 0) return XHAL_OK;
     const int64_t pairs = (a.q_heads + a.k_heads) * a.half;
-    const int threads = int(std::min<int64_t>(512, std::max<int64_t>(32, (pairs / 2 + 31) / 32 * 32)));
+    const int threads = block_threads(pairs / 2, 512);
     // 16-byte accesses need 8-element chunks of the rotary half and aligned heads.
     bool vec = Vec<E>::kVec == 8 && a.half % 8 == 0;
     for (const DLTensor* t : {q, k}) {

@@ -51,7 +51,7 @@ struct SwigluKernel {
     const int64_t up_offset = kPacked ? ol.cols : 0;
     const bool vectorizable = rows_vectorizable(gate, ol.cols) && rows_vectorizable(out, ol.cols) &&
                               rows_vectorizable(up, ol.cols);
-    const int threads = int(std::min<int64_t>(256, std::max<int64_t>(32, (ol.cols / 8 + 31) / 32 * 32)));
+    const int threads = block_threads(ol.cols / 8, 256);
     const unsigned grid = grid_for(ol.rows, 1, int64_t(1) << 20);
     auto go = [&](auto kernel) {
       kernel<<<grid, threads, 0, static_cast<gpuStream_t>(c->stream)>>>(

@@ -1,48 +1,63 @@
-// The one place where CUDA and HIP differ for the kernels in kernels/gpu: runtime names, 16-bit
-// types, warp width and warp shuffles. Kernels include only this header for vendor things and never
-// hard-code the warp width.
+// The one place where CUDA and HIP differ for the kernels in kernels/gpu: 16-bit types (bf16
+// conversions round to nearest even on both), the 16-byte vector type, warp width, warp shuffles
+// and shared-memory limits; the runtime API names come from vendor_runtime.hpp. Kernels include
+// only this header for vendor things and never hard-code the warp width.
 #pragma once
 
-#if defined(__HIPCC__)
-#include <hip/hip_bf16.h>
+#include "vendor_runtime.hpp"
+
+#if defined(XHAL_GPU_HIP)
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
 
-using gpuStream_t = hipStream_t;
-using gpuError_t = hipError_t;
-using bf16_t = __hip_bfloat16;
 using f16_t = __half;
-#define gpuSuccess hipSuccess
-#define gpuGetLastError hipGetLastError
-#define gpuGetErrorString hipGetErrorString
-#define gpuFuncSetAttribute hipFuncSetAttribute
-#define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
-#define XHAL_GPU_BACKEND "hip"
-inline constexpr int kWarpSize = 64;
+// HIP's uint4 has a user-defined assignment (so it cannot sit in a union); clang's own vector
+// type is a plain 16-byte value.
+typedef unsigned int vec16_t __attribute__((ext_vector_type(4)));
+// ROCm 5.7 and later name bf16 as CUDA does; earlier releases (Debian's 5.2) have hip_bfloat16.
+#if __has_include(<hip/hip_bf16.h>)
+#include <hip/hip_bf16.h>
+using bf16_t = __hip_bfloat16;
+__device__ inline float bf16_to_float(bf16_t v) { return __bfloat162float(v); }
+__device__ inline bf16_t float_to_bf16(float v) { return __float2bfloat16(v); }
+#else
+#include <hip/hip_bfloat16.h>
+using bf16_t = hip_bfloat16;
+__device__ inline float bf16_to_float(bf16_t v) { return float(v); }
+__device__ inline bf16_t float_to_bf16(float v) { return hip_bfloat16::round_to_bfloat16(v); }
+#endif
+
+inline constexpr int kWarpSize = 64;  // a wavefront
+// Dynamic shared memory one block may use: the LDS of a workgroup on CDNA (gfx906 to gfx940).
+inline constexpr int kMaxDynamicSharedBytes = 64 * 1024;
 
 __device__ inline float warp_shfl_xor(float v, int mask) { return __shfl_xor(v, mask); }
 __device__ inline float warp_shfl(float v, int lane) { return __shfl(v, lane); }
+// A wavefront runs in lockstep: ordering its shared-memory accesses is all a warp barrier needs.
+__device__ inline void warp_sync() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_runtime.h>
 
-using gpuStream_t = cudaStream_t;
-using gpuError_t = cudaError_t;
 using bf16_t = __nv_bfloat16;
 using f16_t = __half;
-#define gpuSuccess cudaSuccess
-#define gpuGetLastError cudaGetLastError
-#define gpuGetErrorString cudaGetErrorString
-#define gpuFuncSetAttribute cudaFuncSetAttribute
-#define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
-#define XHAL_GPU_BACKEND "cuda"
+using vec16_t = uint4;
+__device__ inline float bf16_to_float(bf16_t v) { return __bfloat162float(v); }
+__device__ inline bf16_t float_to_bf16(float v) { return __float2bfloat16_rn(v); }
+
 inline constexpr int kWarpSize = 32;
+// Dynamic shared memory one block may use once opted in (sm_80 and later allow more).
+inline constexpr int kMaxDynamicSharedBytes = 200 * 1024;
 
 __device__ inline float warp_shfl_xor(float v, int mask) {
   return __shfl_xor_sync(0xffffffffu, v, mask);
 }
 __device__ inline float warp_shfl(float v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
+__device__ inline void warp_sync() { __syncwarp(); }
 #endif
 
 // Sum and max over the lanes of one warp.

@@ -1,7 +1,10 @@
-// NCCL behind xhal_comm_api. libnccl.so.2 is opened on first use (dlopen), so the plugin loads and
-// runs without NCCL, and a missing library is an error naming it. The few NCCL declarations used
-// are restated below from NCCL's public C API (nccl.h), whose values are stable across releases.
-#include "nccl_engine.hpp"
+// NCCL (cuda) or RCCL (hip) behind xhal_comm_api, from one source: RCCL implements NCCL's C API
+// under the same names and values, so the differences are the library's name, the stream type and
+// the device call, all from vendor_runtime.hpp. The library (libnccl.so.2, librccl.so.1) is opened
+// on first use (dlopen), so the plugin loads and runs without it, and a missing library is an
+// error naming it. The few declarations used are restated below from NCCL's public C API (nccl.h),
+// whose values are stable across releases.
+#include "ccl_engine.hpp"
 
 #include <dlfcn.h>
 
@@ -12,9 +15,9 @@
 #include <thread>
 #include <type_traits>
 
-#include <cuda_runtime.h>
+#include "kernels/gpu/vendor_runtime.hpp"
 
-namespace xhal::cuda {
+namespace xhal::gpu {
 namespace {
 
 // --- NCCL's C API, as much as this engine uses ---
@@ -46,30 +49,31 @@ struct Nccl {
   ncclResult_t (*CommDestroy)(ncclComm_t);
   ncclResult_t (*CommAbort)(ncclComm_t);
   ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t*);
-  ncclResult_t (*AllReduce)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*AllGather)(const void*, void*, size_t, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*ReduceScatter)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*Broadcast)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*Send)(const void*, size_t, int, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*Recv)(void*, size_t, int, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*AllReduce)(const void*, void*, size_t, int, int, ncclComm_t, gpuStream_t);
+  ncclResult_t (*AllGather)(const void*, void*, size_t, int, ncclComm_t, gpuStream_t);
+  ncclResult_t (*ReduceScatter)(const void*, void*, size_t, int, int, ncclComm_t, gpuStream_t);
+  ncclResult_t (*Broadcast)(const void*, void*, size_t, int, int, ncclComm_t, gpuStream_t);
+  ncclResult_t (*Send)(const void*, size_t, int, int, ncclComm_t, gpuStream_t);
+  ncclResult_t (*Recv)(void*, size_t, int, int, ncclComm_t, gpuStream_t);
   char error[256] = {};  // why loading failed, empty when loaded
 };
 
-// NCCL, loaded once; nullptr with `why` filled when libnccl.so.2 cannot be used.
+// The library, loaded once; nullptr with `why` filled when it cannot be used.
 const Nccl* nccl(const char** why) {
   static Nccl lib;
   static const bool loaded = [] {
-    void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    void* h = dlopen(XHAL_CCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
-      std::snprintf(lib.error, sizeof lib.error, "libnccl.so.2 cannot be opened (%s); install NCCL or put it on "
-                    "LD_LIBRARY_PATH", dlerror());
+      std::snprintf(lib.error, sizeof lib.error, XHAL_CCL_LIBRARY " cannot be opened (%s); install %s or put it "
+                    "on LD_LIBRARY_PATH", dlerror(), XHAL_CCL_NAME);
       return false;
     }
     bool ok = true;
     auto sym = [&](auto& fn, const char* name) {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
       if (fn == nullptr && ok) {
-        std::snprintf(lib.error, sizeof lib.error, "libnccl.so.2 lacks %s (too old an NCCL?)", name);
+        std::snprintf(lib.error, sizeof lib.error, XHAL_CCL_LIBRARY " lacks %s (too old a %s?)", name,
+                      XHAL_CCL_NAME);
         ok = false;
       }
     };
@@ -126,7 +130,7 @@ int nccl_op(xhal_reduce op) {
 xhal_status make_id(void* id, char* msg, size_t len) {
   const char* why = nullptr;
   const Nccl* lib = nccl(&why);
-  if (lib == nullptr) return fail(msg, len, XHAL_ERR_UNSUPPORTED, "nccl", why);
+  if (lib == nullptr) return fail(msg, len, XHAL_ERR_UNSUPPORTED, XHAL_CCL_ENGINE, why);
   return result(lib, lib->GetUniqueId(static_cast<ncclUniqueId*>(id)), "ncclGetUniqueId", msg, len);
 }
 
@@ -146,8 +150,8 @@ xhal_status create(int32_t device, const void* id, int32_t rank, int32_t size, i
                    char* msg, size_t len) {
   const char* why = nullptr;
   const Nccl* lib = nccl(&why);
-  if (lib == nullptr) return fail(msg, len, XHAL_ERR_UNSUPPORTED, "nccl", why);
-  if (cudaSetDevice(device) != cudaSuccess) return fail(msg, len, XHAL_ERR_DEVICE, "cudaSetDevice", "failed");
+  if (lib == nullptr) return fail(msg, len, XHAL_ERR_UNSUPPORTED, XHAL_CCL_ENGINE, why);
+  if (gpuSetDevice(device) != gpuSuccess) return fail(msg, len, XHAL_ERR_DEVICE, "set device", "failed");
   ncclUniqueId uid;
   std::memcpy(&uid, id, sizeof uid);
   ncclConfig config;
@@ -176,9 +180,9 @@ xhal_status enqueue(void* comm, xhal_comm_op op, const void* in, void* out, size
   const char* why = nullptr;
   const Nccl* lib = nccl(&why);
   auto c = static_cast<ncclComm_t>(comm);
-  auto s = static_cast<cudaStream_t>(stream);
+  auto s = static_cast<gpuStream_t>(stream);
   const int t = nccl_type(dtype);
-  if (t < 0) return fail(msg, len, XHAL_ERR_UNSUPPORTED, "nccl", "dtype not supported");
+  if (t < 0) return fail(msg, len, XHAL_ERR_UNSUPPORTED, XHAL_CCL_ENGINE, "dtype not supported");
   // On a nonblocking communicator a call may return while NCCL still enqueues it: wait for that
   // (briefly; the op itself runs on the stream) so what the caller records after it follows it.
   auto enqueued = [&](ncclResult_t r, const char* what) {
@@ -197,7 +201,7 @@ xhal_status enqueue(void* comm, xhal_comm_op op, const void* in, void* out, size
     case XHAL_COMM_SEND: return enqueued(lib->Send(in, count, t, peer, c, s), "ncclSend");
     case XHAL_COMM_RECV: return enqueued(lib->Recv(out, count, t, peer, c, s), "ncclRecv");
   }
-  return fail(msg, len, XHAL_ERR_INVALID_ARGUMENT, "nccl", "unknown op");
+  return fail(msg, len, XHAL_ERR_INVALID_ARGUMENT, XHAL_CCL_ENGINE, "unknown op");
 }
 
 xhal_status check(void* comm, char* msg, size_t len) {
@@ -226,9 +230,10 @@ void destroy(void* comm) {
 
 }  // namespace
 
-const xhal_comm_api* nccl_comm_api() {
-  static const xhal_comm_api api{sizeof(xhal_comm_api), "nccl", make_id, create, enqueue, check, abort_comm, destroy};
+const xhal_comm_api* ccl_comm_api() {
+  static const xhal_comm_api api{sizeof(xhal_comm_api), XHAL_CCL_ENGINE, make_id, create, enqueue, check, abort_comm,
+                                 destroy};
   return &api;
 }
 
-}  // namespace xhal::cuda
+}  // namespace xhal::gpu
