@@ -3,6 +3,8 @@
 # (the conformance suite on cuda included), compute-sanitizer memcheck on the cuda conformance
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
+# GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, memcheck,
+# bench, linear, comm, peers. The build always runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -16,6 +18,8 @@ quick=""
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
+stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,memcheck,bench,linear,comm,peers},"
+want() { [[ $stages == *",$1,"* ]]; }
 
 # DLPack's header: Debian's package where present, else a copy shipped in a Python package.
 dlpack=""
@@ -53,47 +57,76 @@ fi
 "$build/bin/xhal-info" >"$out/xhal-info.txt" 2>&1
 grep -E "cuda|Default" "$out/xhal-info.txt" | head -n 6
 
-ctest --test-dir "$build" -LE no_gpu --output-on-failure -j8 >"$out/ctest.log" 2>&1
-note "ctest: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"
-grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$out/ctest.log" | head -n 10
-note "collectives: $(grep -E 'comm_(cuda|mpi|single|fault)' "$out/ctest.log" | sed -E 's/.*Test +#[0-9]+: //; s/ \.+/:/; s/ +[0-9.]+ sec//' | tr -s ' ' | tr '\n' ';')"
-"$build/bin/xhal_conformance" --gtest_filter='*cuda_*' >"$out/conformance-cuda.log" 2>&1
-note "conformance cuda: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda.log" | tr '\n' ' ')"
-grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda.log" | head -n 20
-# The same attention cases through the mma.sync kernel, which the wgmma one takes over on sm_90.
-wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma"
-XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal_conformance" --gtest_filter='*Attention*/cuda_*' \
-  >"$out/conformance-cuda-mma.log" 2>&1
-note "conformance cuda attention, wgmma disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-mma.log" | tr '\n' ' ')"
-grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda-mma.log" | head -n 10
+if want ctest; then
+  ctest --test-dir "$build" -LE no_gpu --output-on-failure -j8 >"$out/ctest.log" 2>&1
+  note "ctest: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"
+  grep -E "^\s+[0-9]+ - .*(Failed|Timeout|Exception)" "$out/ctest.log" | head -n 10
+  note "collectives: $(grep -E 'comm_(cuda|mpi|single|fault)' "$out/ctest.log" | sed -E 's/.*Test +#[0-9]+: //; s/ \.+/:/; s/ +[0-9.]+ sec//' | tr -s ' ' | tr '\n' ';')"
+  grep -hE "rank 0: |create failed after" "$out/ctest.log" | head -n 6
+fi
 
-"$build/bin/llama_block" >"$out/llama_block.txt" 2>&1
-note "llama_block on cuda: exit $? $(grep -E '^vs cpu' "$out/llama_block.txt")"
+if want conformance; then
+  "$build/bin/xhal_conformance" --gtest_filter='*cuda_*' >"$out/conformance-cuda.log" 2>&1
+  note "conformance cuda: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda.log" | tr '\n' ' ')"
+  grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda.log" | head -n 20
+  # The same attention cases through the mma.sync kernel, which the wgmma one takes over on sm_90.
+  wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma"
+  XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal_conformance" --gtest_filter='*Attention*/cuda_*' \
+    >"$out/conformance-cuda-mma.log" 2>&1
+  note "conformance cuda attention, wgmma disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-mma.log" | tr '\n' ' ')"
+  grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda-mma.log" | head -n 10
+  # linear through the portable tiled GEMM (what the hip plugin runs), cuBLASLt set aside.
+  XHAL_DISABLE_KERNELS=cuda.linear_cublaslt "$build/bin/xhal_conformance" --gtest_filter='*Linear*/cuda_*' \
+    >"$out/conformance-cuda-tiled.log" 2>&1
+  note "conformance cuda linear, cuBLASLt disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-tiled.log" | tr '\n' ' ')"
+  grep -E "Failure|elements out of tolerance|kernel" -A1 "$out/conformance-cuda-tiled.log" | head -n 10
+fi
 
-if command -v compute-sanitizer >/dev/null; then
+if want llama; then
+  "$build/bin/llama_block" >"$out/llama_block.txt" 2>&1
+  note "llama_block on cuda: exit $? $(grep -E '^vs cpu' "$out/llama_block.txt")"
+fi
+
+if want memcheck && command -v compute-sanitizer >/dev/null; then
   XHAL_ALLOCATOR=direct timeout 400 compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$build/bin/xhal_conformance" --gtest_filter='*cuda_bf16*:*cuda_f32*' >"$out/memcheck.log" 2>&1
   note "memcheck: exit $? $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -n 1)"
 fi
 
-"$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
-  --benchmark_out="$out/bench.json" --benchmark_out_format=json >"$out/bench.txt" 2>&1
-note "xhal-bench: exit $?"
-grep -E "^(ceiling|rms|fused|swiglu|rope|attention|paged|linear)" "$out/bench.txt" |
-  sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 20
-XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
-  --benchmark_filter='^attention' >"$out/bench-mma.txt" 2>&1
-note "xhal-bench attention with the mma.sync kernel: exit $?"
-grep -E "^attention" "$out/bench-mma.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 6
-
-gpus=$(nvidia-smi -L | wc -l)
-if [ "$gpus" -ge 2 ]; then
-  timeout 300 tests/run_ranks.sh 2 "$build/bin/xhal-comm-bench" --device cuda --iters 20 >"$out/comm-bench.txt" 2>&1
-  note "xhal-comm-bench on 2 GPUs: exit $? (nccl.h: ${nccl_header:-not found})"
-  awk '$1 == "[rank" && $2 == "0]" && ($3 == "op" || $4 == 8 || $4 == 1048576 || $4 == 1073741824)' "$out/comm-bench.txt"
+if want bench; then
+  "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
+    --benchmark_out="$out/bench.json" --benchmark_out_format=json >"$out/bench.txt" 2>&1
+  note "xhal-bench: exit $?"
+  grep -E "^(ceiling|rms|fused|swiglu|rope|attention|paged|linear)" "$out/bench.txt" |
+    sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 20
+  XHAL_DISABLE_KERNELS=cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma "$build/bin/xhal-bench" \
+    --device cuda:0 $quick --benchmark_min_time=0.2 --benchmark_filter='^attention' >"$out/bench-mma.txt" 2>&1
+  note "xhal-bench attention with the mma.sync kernel: exit $?"
+  grep -E "^attention" "$out/bench-mma.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 6
 fi
 
-if [ -f bench/peers/torch_compare.py ]; then
+if want linear; then
+  # The portable tiled GEMM against cuBLASLt (the ceiling row) in one run of each.
+  "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 --benchmark_filter='^(linear|ceiling/gemm)' \
+    >"$out/bench-linear.txt" 2>&1
+  XHAL_DISABLE_KERNELS=cuda.linear_cublaslt "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
+    --benchmark_filter='^(linear|ceiling/gemm)' >"$out/bench-linear-tiled.txt" 2>&1
+  note "linear: cuBLASLt then the tiled GEMM (exit $?)"
+  grep -hE "^(ceiling/gemm|linear)" "$out/bench-linear.txt" "$out/bench-linear-tiled.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
+fi
+
+gpus=$(nvidia-smi -L | wc -l)
+if want comm && [ "$gpus" -ge 2 ]; then
+  timeout 300 tests/run_ranks.sh 2 "$build/bin/xhal-comm-bench" --device cuda --iters 20 >"$out/comm-bench.txt" 2>&1
+  note "xhal-comm-bench on 2 GPUs: exit $? (nccl.h: ${nccl_header:-not found})"
+  grep -E "NCCL WARN|nonblocking communicator" "$out/comm-bench.txt" | head -n 4
+  for fault in skip kill; do
+    timeout 60 tests/run_ranks.sh 2 "$build/bin/xhal_comm_fault_test" $fault cuda 2>&1 | grep -E "rank 0\]" | head -n 3
+  done
+  awk '$1 == "[rank" && $2 == "0]" && ($3 == "op" || $4 == 8 || $4 == 65536 || $4 == 1048576 || $4 == 1073741824)' "$out/comm-bench.txt"
+fi
+
+if want peers && [ -f bench/peers/torch_compare.py ]; then
   PYTHONUNBUFFERED=1 timeout 500 python3 bench/peers/torch_compare.py --lib "$build/lib/libxhal.so" \
     $quick --json "$out/peers.json" >"$out/peers.txt" 2>&1
   note "torch_compare: exit $?"

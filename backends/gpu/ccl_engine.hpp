@@ -5,6 +5,7 @@
 
 namespace xhal::gpu {
 
-const xhal_comm_api* ccl_comm_api();
+// The engine; `host` receives its log messages.
+const xhal_comm_api* ccl_comm_api(const xhal_host_api* host);
 
 }  // namespace xhal::gpu

@@ -21,7 +21,7 @@ xhal_status init_gpu_plugin(const xhal_host_api* host, xhal_plugin_api* api, cha
   fill_device_api(api);
   api->version = version.c_str();
   api->shutdown = nullptr;
-  api->comm = ccl_comm_api();
+  api->comm = ccl_comm_api(host);
 
   register_norm_kernels(host);
   register_swiglu_kernels(host);
