@@ -46,7 +46,7 @@ build=build-gpu
 start=$(date +%s)
 if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=ON \
      -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root} >"$out/configure.log" 2>&1 &&
-   cmake --build "$build" -j16 >"$out/build.log" 2>&1; then
+   cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1; then
   note "build: ok in $(( $(date +%s) - start )) s (dlpack from ${dlpack:-?})"
 else
   note "build: FAILED (see build.log / configure.log)"
@@ -75,11 +75,21 @@ if want conformance; then
     >"$out/conformance-cuda-mma.log" 2>&1
   note "conformance cuda attention, wgmma disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-mma.log" | tr '\n' ' ')"
   grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda-mma.log" | head -n 10
+fi
+
+if want linear; then
   # linear through the portable tiled GEMM (what the hip plugin runs), cuBLASLt set aside.
   XHAL_DISABLE_KERNELS=cuda.linear_cublaslt "$build/bin/xhal_conformance" --gtest_filter='*Linear*/cuda_*' \
     >"$out/conformance-cuda-tiled.log" 2>&1
   note "conformance cuda linear, cuBLASLt disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-tiled.log" | tr '\n' ' ')"
   grep -E "Failure|elements out of tolerance|kernel" -A1 "$out/conformance-cuda-tiled.log" | head -n 10
+  # The portable tiled GEMM against cuBLASLt (the ceiling row) in one run of each.
+  "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 --benchmark_filter='^(linear|ceiling/gemm)' \
+    >"$out/bench-linear.txt" 2>&1
+  XHAL_DISABLE_KERNELS=cuda.linear_cublaslt "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
+    --benchmark_filter='^(linear|ceiling/gemm)' >"$out/bench-linear-tiled.txt" 2>&1
+  note "linear: cuBLASLt then the tiled GEMM (exit $?)"
+  grep -hE "^(ceiling/gemm|linear)" "$out/bench-linear.txt" "$out/bench-linear-tiled.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
 fi
 
 if want llama; then
@@ -105,15 +115,6 @@ if want bench; then
   grep -E "^attention" "$out/bench-mma.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 6
 fi
 
-if want linear; then
-  # The portable tiled GEMM against cuBLASLt (the ceiling row) in one run of each.
-  "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 --benchmark_filter='^(linear|ceiling/gemm)' \
-    >"$out/bench-linear.txt" 2>&1
-  XHAL_DISABLE_KERNELS=cuda.linear_cublaslt "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
-    --benchmark_filter='^(linear|ceiling/gemm)' >"$out/bench-linear-tiled.txt" 2>&1
-  note "linear: cuBLASLt then the tiled GEMM (exit $?)"
-  grep -hE "^(ceiling/gemm|linear)" "$out/bench-linear.txt" "$out/bench-linear-tiled.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
-fi
 
 gpus=$(nvidia-smi -L | wc -l)
 if want comm && [ "$gpus" -ge 2 ]; then
