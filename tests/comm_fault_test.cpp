@@ -3,7 +3,8 @@
 //   skip: every rank but 0 skips an all_reduce; rank 0 must get Error(timeout) naming it.
 //   kill: rank 1 dies (SIGKILL) instead of joining an all_reduce; rank 0 must get Error(timeout)
 //         or Error(comm_error) naming it.
-// Rank 0 prints one verdict line that ctest matches, with the time abort() took to return; the
+// Rank 0 prints one verdict line that ctest matches, with how long the call took to return its
+// Work (a timed-out wait has already aborted the communicator) and the time abort() took; the
 // ranks then leave with _exit, without finalising MPI (an abandoned collective could block
 // MPI_Finalize), so the launcher's own exit status says nothing here. Fewer devices than ranks:
 // "comm on <type> skipped".
@@ -49,16 +50,19 @@ int main(int argc, char** argv) {
   const TensorView& v = value.view();
   if (c->rank() == 0) {
     const auto start = std::chrono::steady_clock::now();
+    long long issued = -1;  // how long the call took to return its Work
     try {
-      c->all_reduce(v, v).wait(std::chrono::milliseconds(1000));
+      comm::Work work = c->all_reduce(v, v);
+      issued = ms_since(start);
+      work.wait(std::chrono::milliseconds(1000));
       std::printf("rank 0: NO ERROR (the all_reduce completed)\n");
     } catch (const Error& e) {
       const long long ms = ms_since(start);
       const auto abort_start = std::chrono::steady_clock::now();
       c->abort();
-      std::printf("rank 0: %s after %lld ms: %s; abort returned after %lld ms\n",
+      std::printf("rank 0: %s after %lld ms: %s; issued in %lld ms; abort returned after %lld ms\n",
                   e.code() == Errc::timeout ? "timeout" : e.code() == Errc::comm_error ? "comm_error" : "other error", ms,
-                  e.what(), ms_since(abort_start));
+                  e.what(), issued, ms_since(abort_start));
     }
     std::fflush(stdout);
     _exit(0);
