@@ -3,7 +3,8 @@
 # runtime's headers build the hip plugin (it compiles for AMD GPUs; none is needed to build it).
 set -euo pipefail
 packages=(build-essential cmake ninja-build libfmt-dev libspdlog-dev libdlpack-dev libgtest-dev
-          libbenchmark-dev libopenmpi-dev openmpi-bin hipcc libamdhip64-dev)
+          libbenchmark-dev libopenmpi-dev openmpi-bin hipcc libamdhip64-dev libhwy-dev
+          libopenblas-openmp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

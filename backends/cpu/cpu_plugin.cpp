@@ -9,7 +9,9 @@
 #include <fstream>
 #include <string>
 
+#include "kernels/cpu/blas.hpp"
 #include "kernels/cpu/kernel_registration.hpp"
+#include "kernels/cpu/simd.hpp"
 #include "xhal/plugin.h"
 
 namespace {
@@ -119,7 +121,9 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
                   host ? host->abi_version : 0u, XHAL_PLUGIN_ABI_VERSION);
     return XHAL_ERR_UNSUPPORTED;
   }
-  static std::string version = std::string("xhal cpu plugin, OpenMP ") + std::to_string(_OPENMP);
+  static const std::string version = std::string("xhal cpu plugin, OpenMP ") + std::to_string(_OPENMP) +
+                                     "; SIMD: " + xhal::cpu::simd_summary() +
+                                     "; BLAS: " + xhal::cpu::blas_summary();
   api->abi_version = XHAL_PLUGIN_ABI_VERSION;
   api->struct_size = sizeof(xhal_plugin_api);
   api->backend = "cpu";
@@ -152,5 +156,13 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   register_swiglu_kernels(host);
   register_rope_kernels(host);
   register_linear_kernels(host);
+#if defined(XHAL_HAVE_HIGHWAY)
+  register_norm_simd_kernels(host);
+  register_swiglu_simd_kernels(host);
+  register_rope_simd_kernels(host);
+#endif
+#if defined(XHAL_HAVE_BLAS)
+  register_linear_blas_kernels(host);
+#endif
   return XHAL_OK;
 }

@@ -14,6 +14,13 @@ void register_swiglu_kernels(const xhal_host_api* host);
 void register_rope_kernels(const xhal_host_api* host);
 void register_linear_kernels(const xhal_host_api* host);
 
+// The fast kernels, registered above the reference ones when the plugin was built with Highway
+// (SIMD) or OpenBLAS; each file says what it needs.
+void register_norm_simd_kernels(const xhal_host_api* host);
+void register_swiglu_simd_kernels(const xhal_host_api* host);
+void register_rope_simd_kernels(const xhal_host_api* host);
+void register_linear_blas_kernels(const xhal_host_api* host);
+
 // Accuracy classes vs float64, per dtype: f32 accumulation, so f32 is limited by summation order
 // and the 16-bit types by their rounding of the output.
 constexpr kernels::Accuracy accuracy_for(xhal_dtype dtype) {
@@ -29,6 +36,13 @@ using kernels::kernel_error;
 template <template <class> class Kernel>
 void register_float_kernels(const xhal_host_api* host, const char* name, xhal_op op) {
   kernels::register_for<Kernel, F32, F16, BF16>(host, name, op, accuracy_for, {0, true, nullptr});
+}
+
+// Registers a fast kernel for the three float types, above the reference (priority 10).
+template <template <class> class Kernel>
+void register_fast_kernels(const xhal_host_api* host, const char* name, xhal_op op,
+                           const char* (*supports)(const xhal_op_call*) = nullptr) {
+  kernels::register_for<Kernel, F32, F16, BF16>(host, name, op, accuracy_for, {10, false, supports});
 }
 
 }  // namespace xhal::cpu

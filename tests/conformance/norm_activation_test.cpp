@@ -76,7 +76,7 @@ TEST_P(Conformance, Linear) {
     bool bias;
   };
   for (const Case& c : {Case{1, 1, 1, true}, Case{7, 129, 64, false}, Case{129, 33, 1000, true},
-                        Case{0, 5, 7, true}, Case{17, 250, 96, true}}) {
+                        Case{0, 5, 7, true}, Case{17, 250, 96, true}, Case{3, 1100, 64, true}}) {
     SCOPED_TRACE(fmt::format("M {} N {} K {} bias {}", c.M, c.N, c.K, c.bias));
     auto x = random({c.M, c.K});
     auto w = TestTensor::random({c.N, c.K}, dtype(), device(), rng(), -0.1, 0.1);

@@ -1,0 +1,100 @@
+// linear on the CPU through OpenBLAS's sgemm, above the reference kernel of linear.cpp. f32 goes
+// to the BLAS as it is (the bias first written into out, then accumulated onto). f16 and bf16 are
+// converted to f32 (x once, w a panel of kPanel rows at a time, so scratch stays bounded), each
+// panel multiplied into an f32 block and stored back with the bias: one extra pass over x, w and
+// out, against 2·M·N·K flops of BLAS work.
+#include <algorithm>
+
+#include "blas.hpp"
+#include "element.hpp"
+#include "kernel_registration.hpp"
+#include "tensor_ref.hpp"
+
+namespace xhal::cpu {
+namespace {
+
+constexpr int64_t kPanel = 1024;  // rows of w converted per sgemm
+
+// The leading dimension BLAS needs: the row stride, or the row length for a single row.
+int64_t leading_dim(const DLTensor* t) { return t->shape[0] > 1 ? t->strides[0] : t->shape[1]; }
+
+// BLAS takes rows that do not overlap, in increasing order.
+const char* blas_supports(const xhal_op_call* c) {
+  for (int slot : {XHAL_SLOT_LINEAR_X, XHAL_SLOT_LINEAR_W, XHAL_SLOT_LINEAR_OUT}) {
+    const DLTensor* t = c->t[slot];
+    if (leading_dim(t) < std::max<int64_t>(1, t->shape[1])) return "rows overlap or run backwards";
+  }
+  return nullptr;
+}
+
+// Scratch memory from the core's allocator, freed at scope exit.
+class Scratch {
+ public:
+  Scratch(const xhal_op_call* c, size_t bytes) : c_(c) {
+    if (c->host->scratch_alloc(c->host->ctx, c->device_index, bytes, c->stream, &ptr_) != XHAL_OK) ptr_ = nullptr;
+  }
+  ~Scratch() {
+    if (ptr_ != nullptr) c_->host->scratch_free(c_->host->ctx, c_->device_index, ptr_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  float* get() const { return static_cast<float*>(ptr_); }
+
+ private:
+  const xhal_op_call* c_;
+  void* ptr_ = nullptr;
+};
+
+template <class E>
+struct LinearBlas {
+  using S = typename E::Storage;
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    const DLTensor *xt = c->t[XHAL_SLOT_LINEAR_X], *wt = c->t[XHAL_SLOT_LINEAR_W], *ot = c->t[XHAL_SLOT_LINEAR_OUT];
+    const TensorRef<const S> x(xt), w(wt), bias(c->t[XHAL_SLOT_BIAS]);
+    const TensorRef<S> out(ot);
+    const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+    if (M == 0 || N == 0) return XHAL_OK;
+    auto bias_of = [&](int64_t n) { return bias ? E::load(*bias.at(n)) : 0.0f; };
+    if constexpr (E::kDType == XHAL_DTYPE_F32) {
+      if (bias) {
+#pragma omp parallel for schedule(static)
+        for (int64_t m = 0; m < M; ++m) {
+          for (int64_t n = 0; n < N; ++n) *out.at(m, n) = bias_of(n);
+        }
+      }
+      gemm_nt(M, N, K, x.data, leading_dim(xt), w.data, leading_dim(wt), out.data, leading_dim(ot), bool(bias));
+      return XHAL_OK;
+    } else {
+      const int64_t panel = std::min(kPanel, N);
+      // (At least one float each: K may be 0.)
+      Scratch xf(c, size_t(std::max<int64_t>(1, M * K)) * sizeof(float));
+      Scratch wf(c, size_t(std::max<int64_t>(1, panel * K)) * sizeof(float));
+      Scratch of(c, size_t(M * panel) * sizeof(float));
+      if (xf.get() == nullptr || wf.get() == nullptr || of.get() == nullptr) {
+        return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "linear: no memory for the f32 copies of x and w");
+      }
+#pragma omp parallel for schedule(static)
+      for (int64_t m = 0; m < M; ++m) load_row<E>(x.at(m, 0), xf.get() + m * K, K);
+      for (int64_t n0 = 0; n0 < N; n0 += panel) {
+        const int64_t nb = std::min(panel, N - n0);
+#pragma omp parallel for schedule(static)
+        for (int64_t n = 0; n < nb; ++n) load_row<E>(w.at(n0 + n, 0), wf.get() + n * K, K);
+        gemm_nt(M, nb, K, xf.get(), K, wf.get(), K, of.get(), nb, false);
+#pragma omp parallel for schedule(static)
+        for (int64_t m = 0; m < M; ++m) {
+          const float* src = of.get() + m * nb;
+          for (int64_t n = 0; n < nb; ++n) *out.at(m, n0 + n) = E::store(src[n] + bias_of(n0 + n));
+        }
+      }
+      return XHAL_OK;
+    }
+  }
+};
+
+}  // namespace
+
+void register_linear_blas_kernels(const xhal_host_api* host) {
+  register_fast_kernels<LinearBlas>(host, "cpu.linear_blas", XHAL_OP_LINEAR, blas_supports);
+}
+
+}  // namespace xhal::cpu

@@ -1,0 +1,34 @@
+// Positions of rope on the CPU: read as i32 or i64, and checked against the cache before anything
+// is written (shared by the reference and SIMD kernels).
+#pragma once
+
+#include <cstdint>
+
+#include "kernel_registration.hpp"
+
+namespace xhal::cpu {
+
+inline int64_t rope_position(const DLTensor* positions, int64_t t) {
+  const int64_t stride = positions->strides[0];
+  if (positions->dtype.bits == 32) return static_cast<const int32_t*>(positions->data)[t * stride];
+  return static_cast<const int64_t*>(positions->data)[t * stride];
+}
+
+// XHAL_OK when every position has a row in cos_sin_cache, else invalid_argument naming the first
+// that does not.
+inline xhal_status check_rope_positions(const xhal_op_call* c, char* msg, size_t len) {
+  const DLTensor* positions = c->t[XHAL_SLOT_POSITIONS];
+  const int64_t tokens = c->t[XHAL_SLOT_ROPE_Q]->shape[0], max_pos = c->t[XHAL_SLOT_COS_SIN]->shape[0];
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int64_t p = rope_position(positions, t);
+    if (p < 0 || p >= max_pos) {
+      return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT,
+                          "argument 'positions': expected 0..%lld (rows of cos_sin_cache), got "
+                          "positions[%lld] = %lld",
+                          (long long)(max_pos - 1), (long long)t, (long long)p);
+    }
+  }
+  return XHAL_OK;
+}
+
+}  // namespace xhal::cpu

@@ -1,0 +1,122 @@
+// rope with SIMD (Highway, best target picked at run time), in place on q and k, tokens in
+// parallel. neox: the two halves as vectors, a' = a cos - b sin, b' = b cos + a sin. gptj
+// (interleaved pairs): per token, cos and ±sin are spread to the pair layout once
+// ([c0 c0 c1 c1 ...], [-s0 s0 -s1 s1 ...]), then x' = x * c + swap_pairs(x) * s for every head.
+// Registered above the portable reference kernel of rope.cpp.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/rope_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/aligned_allocator.h>
+#include <hwy/highway.h>
+
+#include "kernels/cpu/kernel_registration.hpp"
+#include "kernels/cpu/rope_positions.hpp"
+#include "kernels/cpu/simd_element-inl.h"
+#include "kernels/cpu/tensor_ref.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace xhal::cpu::HWY_NAMESPACE {
+
+template <class E>
+void rotate_neox(typename E::Storage* x, const float* cos, const float* sin, int64_t half) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + lanes <= half; i += lanes) {
+    const auto a = load_f32<E>(x + i), b = load_f32<E>(x + i + half);
+    const auto c = hn::LoadU(df, cos + i), s = hn::LoadU(df, sin + i);
+    store_f32<E>(hn::NegMulAdd(b, s, hn::Mul(a, c)), x + i);
+    store_f32<E>(hn::MulAdd(a, s, hn::Mul(b, c)), x + i + half);
+  }
+  for (; i < half; ++i) {
+    const float a = E::load(x[i]), b = E::load(x[i + half]);
+    x[i] = E::store(a * cos[i] - b * sin[i]);
+    x[i + half] = E::store(b * cos[i] + a * sin[i]);
+  }
+}
+
+// cos_pairs / sin_pairs: 2 * half floats in the pair layout (see the file comment).
+template <class E>
+void rotate_gptj(typename E::Storage* x, const float* cos_pairs, const float* sin_pairs, int64_t half) {
+  const int64_t n = 2 * half;
+  int64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = load_f32<E>(x + i);
+    store_f32<E>(hn::MulAdd(hn::Shuffle2301(v), hn::LoadU(df, sin_pairs + i), hn::Mul(v, hn::LoadU(df, cos_pairs + i))),
+                 x + i);
+  }
+#endif
+  for (; i < n; i += 2) {
+    const float a = E::load(x[i]), b = E::load(x[i + 1]);
+    x[i] = E::store(a * cos_pairs[i] + b * sin_pairs[i]);
+    x[i + 1] = E::store(b * cos_pairs[i + 1] + a * sin_pairs[i + 1]);
+  }
+}
+
+template <class E>
+void rope_typed(const xhal_op_call* c) {
+  using S = typename E::Storage;
+  const TensorRef<S> q(c->t[XHAL_SLOT_ROPE_Q]), k(c->t[XHAL_SLOT_ROPE_K]);
+  const TensorRef<const float> cache(c->t[XHAL_SLOT_COS_SIN]);
+  const DLTensor* positions = c->t[XHAL_SLOT_POSITIONS];
+  const int64_t tokens = q.size(0), half = cache.size(1) / 2;
+  const bool neox = c->params.rope_neox != 0;
+#pragma omp parallel
+  {
+    auto cos_pairs = hwy::AllocateAligned<float>(size_t(2 * half));
+    auto sin_pairs = hwy::AllocateAligned<float>(size_t(2 * half));
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tokens; ++t) {
+      const float* cs = cache.at(rope_position(positions, t), 0);
+      if (neox) {
+        for (int64_t h = 0; h < q.size(1); ++h) rotate_neox<E>(q.at(t, h, 0), cs, cs + half, half);
+        for (int64_t h = 0; h < k.size(1); ++h) rotate_neox<E>(k.at(t, h, 0), cs, cs + half, half);
+        continue;
+      }
+      for (int64_t i = 0; i < half; ++i) {
+        cos_pairs[size_t(2 * i)] = cos_pairs[size_t(2 * i + 1)] = cs[i];
+        sin_pairs[size_t(2 * i)] = -cs[half + i];
+        sin_pairs[size_t(2 * i + 1)] = cs[half + i];
+      }
+      for (int64_t h = 0; h < q.size(1); ++h) rotate_gptj<E>(q.at(t, h, 0), cos_pairs.get(), sin_pairs.get(), half);
+      for (int64_t h = 0; h < k.size(1); ++h) rotate_gptj<E>(k.at(t, h, 0), cos_pairs.get(), sin_pairs.get(), half);
+    }
+  }
+}
+
+void rope(const xhal_op_call* c) {
+  switch (c->dtype) {
+    case XHAL_DTYPE_F32: return rope_typed<F32>(c);
+    case XHAL_DTYPE_F16: return rope_typed<F16>(c);
+    default: return rope_typed<BF16>(c);
+  }
+}
+
+}  // namespace xhal::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace xhal::cpu {
+
+HWY_EXPORT(rope);
+
+namespace {
+template <class E>
+struct RopeSimd {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    if (const xhal_status s = check_rope_positions(c, msg, len); s != XHAL_OK) return s;
+    HWY_DYNAMIC_DISPATCH(rope)(c);
+    return XHAL_OK;
+  }
+};
+}  // namespace
+
+void register_rope_simd_kernels(const xhal_host_api* host) {
+  register_fast_kernels<RopeSimd>(host, "cpu.rope_simd", XHAL_OP_ROPE);
+}
+
+}  // namespace xhal::cpu
+#endif
