@@ -20,6 +20,9 @@
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+#if defined(XHAL_BENCH_BLAS)
+#include <cblas.h>
+#endif
 
 #include "xhal/xhal.hpp"
 
@@ -35,10 +38,11 @@ struct Options {
   bool quick = false;
 };
 
-// Problem sizes per device type. The CPU row keeps each benchmark under a few seconds on two
-// cores; the accelerator row is what serving a 8B-70B model looks like. --quick divides the
-// token/sequence/row dimension by 8 for CI smoke runs; the copy keeps its size, since a copy that
-// fits in the last-level cache (300 MiB on the CPU seen here) would measure the cache instead.
+// Problem sizes per device type. The CPU row keeps each benchmark within seconds on two cores with
+// every tensor of a memory-bound op far beyond the last-level cache; the accelerator row is what
+// serving a 8B-70B model looks like. --quick divides the token/sequence/row dimension by 8 for CI
+// smoke runs; the copy keeps its size, since a copy that fits in the last-level cache (300 MiB on
+// the GPU machines' hosts) would measure the cache instead.
 struct Shapes {
   int64_t rows, hidden;                      // rms_norm, fused_add_rms_norm, swiglu: [rows, hidden]
   int64_t rope_tokens;                       // rope: q [T, 32, 128], k [T, 8, 128]
@@ -54,12 +58,13 @@ constexpr int64_t kHeadDim = 128;
 
 Shapes shapes_for(xhal::DeviceType type, bool quick) {
   // clang-format off
-  static const Shapes kCpu{.rows = 4096, .hidden = 4096, .rope_tokens = 4096,
-                           .attn_batch = 1, .attn_heads = 16, .attn_seq = 1024,
-                           .varlen_seqs = {512, 256, 192, 64},
-                           .paged_batch = 16, .paged_ctx = 1024,
-                           .linear_m = 256, .linear_n = 4096, .linear_k = 4096,
-                           .copy_mib = 256, .gemm_size = 1024};
+  // CPU: memory-bound ops on tensors of 256 MiB (bf16) and more, far beyond the last-level cache.
+  static const Shapes kCpu{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
+                           .attn_batch = 1, .attn_heads = 16, .attn_seq = 2048,
+                           .varlen_seqs = {1024, 512, 384, 128},
+                           .paged_batch = 16, .paged_ctx = 4096,
+                           .linear_m = 4096, .linear_n = 4096, .linear_k = 4096,
+                           .copy_mib = 1024, .gemm_size = 4096};
   static const Shapes kAccelerator{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
                                    .attn_batch = 4, .attn_heads = 32, .attn_seq = 4096,
                                    .varlen_seqs = {4096, 2048, 1024, 512, 512},
@@ -111,6 +116,12 @@ struct Case {
 
 struct Ceilings {
   double copy_gbps = 0, gemm_tflops = 0;
+  // On the CPU each op call is followed by a call of its ceiling (copy for memory-bound ops, GEMM
+  // for compute-bound ones) and the fraction is the median of the pairs' ratios: a shared VM's
+  // bandwidth drifts by tens of percent within seconds, so a ceiling measured once would not
+  // describe the moment an op ran. Accelerators are steady: there the up-front ceilings serve.
+  std::function<void()> copy, gemm;
+  double copy_bytes = 0, gemm_flops = 0;
 };
 Ceilings g_ceilings;
 
@@ -139,60 +150,89 @@ const std::function<void()>& prepared(const Case& c, Device device) {
   return p.call;
 }
 
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+double seconds_of(const std::function<void()>& call, Device device, bool sync) {
+  const auto t0 = std::chrono::steady_clock::now();
+  call();
+  if (sync) xhal::DeviceManager::instance().synchronize(device);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void run_case(benchmark::State& state, const Case& c, Device device) {
   const std::function<void()>& call = prepared(c, device);
-  auto& dm = xhal::DeviceManager::instance();
   const bool sync = device.type != xhal::DeviceType::cpu;
-  const auto t0 = std::chrono::steady_clock::now();
+  const bool memory = c.bound == Bound::memory;
+  const std::function<void()>& ceiling = memory ? g_ceilings.copy : g_ceilings.gemm;
+  std::vector<double> op, ratio;  // per call: seconds, and the fraction of its paired ceiling
   for (auto _ : state) {
-    call();
-    if (sync) dm.synchronize(device);
+    op.push_back(seconds_of(call, device, sync));
+    if (ceiling) {
+      state.PauseTiming();
+      const double t = seconds_of(ceiling, device, sync);
+      ratio.push_back(memory ? (c.bytes / op.back()) / (g_ceilings.copy_bytes / t)
+                             : (c.flops / op.back()) / (g_ceilings.gemm_flops / t));
+      state.ResumeTiming();
+    }
   }
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - t0;
-  // Rates are computed here rather than with kIsRate counters so the fractions can use them.
-  const double per_call = elapsed.count() / double(state.iterations());
+  // Rates from the median call, computed here rather than with kIsRate counters so the fractions
+  // can use them.
+  const double per_call = median(op);
   const double gbps = c.bytes / per_call * 1e-9;
   state.counters["GB/s"] = gbps;
   if (c.flops > 0) state.counters["TFLOP/s"] = c.flops / per_call * 1e-12;
-  if (c.bound == Bound::memory) {
-    state.counters["frac_copy"] = gbps / g_ceilings.copy_gbps;
-  } else {
-    state.counters["frac_gemm"] = c.flops / per_call * 1e-12 / g_ceilings.gemm_tflops;
-  }
+  const double frac = !ratio.empty() ? median(ratio)
+                      : memory       ? gbps / g_ceilings.copy_gbps
+                                     : c.flops / per_call * 1e-12 / g_ceilings.gemm_tflops;
+  state.counters[memory ? "frac_copy" : "frac_gemm"] = frac;
 }
 
 // Median wall time of one call, outside Google Benchmark: the ceilings must be known before the
 // op benchmarks report their fractions.
 double median_seconds(const Case& c, Device device, int reps) {
   const std::function<void()>& call = prepared(c, device);
-  auto& dm = xhal::DeviceManager::instance();
   std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    call();
-    dm.synchronize(device);
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
-  return times[size_t(reps / 2)];
+  for (int i = 0; i < reps; ++i) times.push_back(seconds_of(call, device, true));
+  return median(times);
+}
+
+// Read + write of a large buffer: the bandwidth every memory-bound op is measured against.
+Case ceiling_copy(const Shapes& s, Device dev) {
+  const int64_t copy_bytes = s.copy_mib << 20;
+  return {fmt::format("ceiling/copy/{}MiB", s.copy_mib), 2.0 * double(copy_bytes), 0, Bound::memory, [=] {
+            Tensor src = random_tensor({copy_bytes / 4}, DType::f32, dev);
+            Tensor dst = Tensor::empty({copy_bytes / 4}, DType::f32, dev);
+            return std::function<void()>([=] { xhal::copy(dst, src); });
+          }};
 }
 
 std::vector<Case> ceiling_cases(const Shapes& s, Device dev, DType dtype) {
-  const int64_t copy_bytes = s.copy_mib << 20;
   const int64_t g = s.gemm_size;
   // On an accelerator linear is the vendor BLAS (cuBLASLt): its rate in the benchmark dtype is the
-  // machine's matrix ceiling. The CPU backend has no BLAS yet, so there it is xhal's own f32 linear,
-  // the rate of its best-understood path rather than the hardware peak.
+  // machine's matrix ceiling. On the CPU the ceiling is the BLAS's f32 sgemm called directly (not
+  // through xhal), so that xhal's linear is a fraction of it; without a BLAS, xhal's own f32 linear.
   const DType gemm_dtype = dev.type == xhal::DeviceType::cpu ? DType::f32 : dtype;
   const double gemm_elt = double(xhal::dtype_size(gemm_dtype));
+#if defined(XHAL_BENCH_BLAS)
+  if (dev.type == xhal::DeviceType::cpu) {
+    return {ceiling_copy(s, dev),
+            {fmt::format("ceiling/gemm_blas_f32/{}x{}x{}", g, g, g), 3.0 * double(g * g) * 4.0,
+             2.0 * double(g) * double(g) * double(g), Bound::compute, [=] {
+               Tensor a = random_tensor({g, g}, DType::f32, dev), b = random_tensor({g, g}, DType::f32, dev);
+               Tensor c = Tensor::empty({g, g}, DType::f32, dev);
+               return std::function<void()>([=] {
+                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(g), blasint(g), blasint(g), 1.0f,
+                             static_cast<const float*>(a.data()), blasint(g), static_cast<const float*>(b.data()),
+                             blasint(g), 0.0f, static_cast<float*>(c.data()), blasint(g));
+               });
+             }}};
+  }
+#endif
   return {
-      // Read + write of a large buffer: the bandwidth every memory-bound op is measured against.
-      {fmt::format("ceiling/copy/{}MiB", s.copy_mib), 2.0 * double(copy_bytes), 0, Bound::memory,
-       [=] {
-         Tensor src = random_tensor({copy_bytes / 4}, DType::f32, dev);
-         Tensor dst = Tensor::empty({copy_bytes / 4}, DType::f32, dev);
-         return std::function<void()>([=] { xhal::copy(dst, src); });
-       }},
+      ceiling_copy(s, dev),
       {fmt::format("ceiling/gemm_linear_{}/{}x{}x{}", xhal::dtype_name(gemm_dtype), g, g, g),
        3.0 * double(g * g) * gemm_elt, 2.0 * double(g) * double(g) * double(g), Bound::compute,
        [=] {
@@ -356,8 +396,12 @@ int run(int argc, char** argv) {
 
   // The ceilings first, once, so every op benchmark can report its fraction of them.
   const std::vector<Case> ceilings = ceiling_cases(shapes, opt.device, opt.dtype);
-  g_ceilings.copy_gbps = ceilings[0].bytes / median_seconds(ceilings[0], opt.device, 5) * 1e-9;
+  g_ceilings.copy_gbps = ceilings[0].bytes / median_seconds(ceilings[0], opt.device, 11) * 1e-9;
   g_ceilings.gemm_tflops = ceilings[1].flops / median_seconds(ceilings[1], opt.device, 3) * 1e-12;
+  if (opt.device.type == xhal::DeviceType::cpu) {  // paired with every op call (see Ceilings)
+    g_ceilings.copy = ceilings[0].build(), g_ceilings.copy_bytes = ceilings[0].bytes;
+    g_ceilings.gemm = ceilings[1].build(), g_ceilings.gemm_flops = ceilings[1].flops;
+  }
   benchmark::AddCustomContext("xhal_device",
                               opt.device.str() + " (" + dm.properties(opt.device).name + ")");
   benchmark::AddCustomContext("xhal_dtype", std::string(xhal::dtype_name(opt.dtype)));
@@ -378,6 +422,7 @@ int run(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   prepared_state() = {};  // the last case's tensors go back to the allocator while it exists
+  g_ceilings = {};
   benchmark::Shutdown();
   return 0;
 }

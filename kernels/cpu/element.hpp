@@ -30,6 +30,12 @@ struct BF16 {
   static uint16_t store(float v) { return float_to_bf16(v); }
 };
 
+// bf16 for the SIMD kernels on CPUs with AVX512_BF16: f32 is rounded to bf16 by the CPU's own
+// instruction (vcvtneps2bf16, round to nearest even, NaN kept) instead of integer arithmetic.
+struct BF16Native : BF16 {
+  static constexpr bool kNativeConvert = true;
+};
+
 // Converts n contiguous elements to f32.
 template <class E>
 inline void load_row(const typename E::Storage* src, float* dst, int64_t n) {

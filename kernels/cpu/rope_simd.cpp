@@ -88,11 +88,7 @@ void rope_typed(const xhal_op_call* c) {
 }
 
 void rope(const xhal_op_call* c) {
-  switch (c->dtype) {
-    case XHAL_DTYPE_F32: return rope_typed<F32>(c);
-    case XHAL_DTYPE_F16: return rope_typed<F16>(c);
-    default: return rope_typed<BF16>(c);
-  }
+  with_element(c->dtype, [&]<class E>() { rope_typed<E>(c); });
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE

@@ -16,9 +16,18 @@ std::string simd_summary() {
   for (int64_t targets = HWY_TARGETS; targets != 0; targets &= targets - 1) {
     text += std::string(" ") + hwy::TargetName(targets & -targets);
   }
-  return text + ")";
+  return text + "); bf16 rounding: " + (cpu_has_bf16_convert() ? "AVX512_BF16" : "integer arithmetic");
 #else
   return "portable kernels only (built without Highway)";
+#endif
+}
+
+bool cpu_has_bf16_convert() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
 #endif
 }
 

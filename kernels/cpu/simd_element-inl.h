@@ -11,8 +11,16 @@
 #endif
 
 #include <hwy/highway.h>
+#if HWY_ARCH_X86
+#include <xmmintrin.h>  // _mm_sfence
+#endif
+
+#include <dlpack/dlpack.h>
+
+#include <type_traits>
 
 #include "kernels/cpu/element.hpp"
+#include "kernels/cpu/simd.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
@@ -37,26 +45,97 @@ HWY_INLINE VF load_f32(const typename E::Storage* p) {
   }
 }
 
-// Stores Lanes(DF()) elements of v to p as E.
-template <class E>
+// Stores Lanes(DF()) elements of v to p as E. kStream: non-temporal stores, which skip reading the
+// destination's cache lines before writing them (a third of a copy's memory traffic); p must then
+// be aligned to the stored vector's size (vector_bytes<E>()), and the writing thread must call
+// stream_fence() before others read what it wrote.
+template <class E, bool kStream = false>
 HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
   const DF df;
   if constexpr (E::kDType == XHAL_DTYPE_F32) {
-    hn::StoreU(v, df, p);
+    if constexpr (kStream) {
+      hn::Stream(v, df, p);
+    } else {
+      hn::StoreU(v, df, p);
+    }
   } else if constexpr (E::kDType == XHAL_DTYPE_BF16) {
     const hn::RebindToUnsigned<DF> du32;
     const hn::RebindToSigned<DF> di32;
     const hn::Rebind<uint16_t, DF> du16;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    if constexpr (std::is_same_v<E, BF16Native>) {
+      // vcvtneps2bf16 through the assembler: Highway 1.0.3 has no bf16 target to compile it for.
+      __m256i raw;
+      asm("vcvtneps2bf16 %1, %0" : "=v"(raw) : "v"(v.raw));
+      const hn::Vec<decltype(du16)> packed{raw};
+      if constexpr (kStream) {
+        hn::Stream(packed, du16, p);
+      } else {
+        hn::StoreU(packed, du16, p);
+      }
+      return;
+    }
+#endif
     const auto bits = hn::BitCast(du32, v);
     const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
     const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(lsb, hn::Set(du32, 0x7FFF))));
     const auto quiet_nan = hn::ShiftRight<16>(hn::Or(bits, hn::Set(du32, 0x00400000)));
     const auto half = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
-    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, half)), du16, p);
+    const auto packed = hn::DemoteTo(du16, hn::BitCast(di32, half));
+    if constexpr (kStream) {
+      hn::Stream(packed, du16, p);
+    } else {
+      hn::StoreU(packed, du16, p);
+    }
   } else {
     const hn::Rebind<hwy::float16_t, DF> df16;
-    hn::StoreU(hn::DemoteTo(df16, v), df16, reinterpret_cast<hwy::float16_t*>(p));
+    const auto packed = hn::DemoteTo(df16, v);
+    if constexpr (kStream) {
+      hn::Stream(packed, df16, reinterpret_cast<hwy::float16_t*>(p));
+    } else {
+      hn::StoreU(packed, df16, reinterpret_cast<hwy::float16_t*>(p));
+    }
   }
+}
+
+// Bytes of one vector of E as store_f32 writes it (the alignment a streaming store needs).
+template <class E>
+HWY_INLINE size_t vector_bytes() {
+  return hn::Lanes(DF()) * sizeof(typename E::Storage);
+}
+
+// Orders this thread's streaming stores before what follows (they bypass the usual ordering).
+HWY_INLINE void stream_fence() {
+#if HWY_ARCH_X86
+  _mm_sfence();
+#endif
+}
+
+// Calls f.template operator()<E>() with E the element type of `dtype`: BF16Native for bf16 on CPUs
+// that round f32 to bf16 themselves.
+template <class F>
+HWY_INLINE void with_element(xhal_dtype dtype, F&& f) {
+  switch (dtype) {
+    case XHAL_DTYPE_F32: return f.template operator()<F32>();
+    case XHAL_DTYPE_F16: return f.template operator()<F16>();
+    default: return cpu_has_bf16_convert() ? f.template operator()<BF16Native>() : f.template operator()<BF16>();
+  }
+}
+
+// Whether an op should write `out` (rows of E, inner stride 1) with streaming stores: when it is
+// far larger than the caches (a later op would not find it there anyway) and every row starts
+// aligned to a vector. Rows are then written vector by vector from their start.
+template <class E>
+HWY_INLINE bool should_stream(const DLTensor* out) {
+  constexpr int64_t kStreamBytes = int64_t(64) << 20;
+  const int64_t vb = int64_t(vector_bytes<E>()), elt = int64_t(sizeof(typename E::Storage));
+  int64_t numel = 1;
+  for (int d = 0; d < out->ndim; ++d) numel *= out->shape[d];
+  if (numel * elt < kStreamBytes || reinterpret_cast<uintptr_t>(out->data) % uintptr_t(vb) != 0) return false;
+  for (int d = 0; d + 1 < out->ndim; ++d) {
+    if (out->shape[d] > 1 && (out->strides[d] * elt) % vb != 0) return false;
+  }
+  return true;
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE

@@ -61,8 +61,9 @@ void copy(const TensorView& dst, const TensorView& src) {
   if (bytes == 0) return;
   const bool dst_host = dst.device().type == DeviceType::cpu;
   const bool src_host = src.device().type == DeviceType::cpu;
-  if (dst_host && src_host) {
-    std::memcpy(dst.data(), src.data(), bytes);
+  if (dst_host && src_host) {  // the cpu plugin's copy, which spreads large copies over its threads
+    const auto& api = Runtime::get().api(Device::cpu());
+    check_plugin(api, api.memcpy(0, dst.data(), src.data(), bytes, XHAL_COPY_DEVICE_TO_DEVICE, nullptr), "memcpy");
     return;
   }
   if (!dst_host && !src_host && !(dst.device() == src.device())) {
