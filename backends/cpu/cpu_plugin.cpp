@@ -178,5 +178,8 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
 #if defined(XHAL_HAVE_BLAS)
   register_linear_blas_kernels(host);
 #endif
+#if defined(XHAL_HAVE_HIGHWAY) && defined(XHAL_HAVE_BLAS)
+  register_attention_blas_kernels(host);
+#endif
   return XHAL_OK;
 }

@@ -1,70 +1,27 @@
-// attention and attention_varlen on the CPU: tasks of (sequence, kv head, query tile) run in
-// parallel with OpenMP; each runs the blocked online-softmax core.
-#include <tuple>
+// attention and attention_varlen on the CPU, the reference kernels: tasks of (sequence, kv head,
+// query tile) in parallel (attention_tasks.hpp), each running the blocked online-softmax core.
 #include <vector>
 
 #include "attention_core.hpp"
-#include "kernel_registration.hpp"
-#include "tensor_ref.hpp"
+#include "attention_tasks.hpp"
 
 namespace xhal::cpu {
 namespace {
 
-// Runs attend_group over all (sequence, kv head, query tile) tasks. Sequence b covers query rows
-// [q_begin[b], q_begin[b] + Sq_b) of the packed or batched layout, likewise for keys.
-struct SequenceSpan {
-  int64_t q_begin, Sq, k_begin, Sk;
-};
+// Runs the blocked online-softmax core (attention_core.hpp) on every task.
+template <class E>
+void attend_spans(const std::vector<SequenceSpan>& seqs, bool batched, const xhal_op_call* c) {
+  const MaskParams mask = MaskParams::from(c->params);
+  for_each_attention_task<typename E::Storage>(
+      seqs, batched, c, kQueryTile,
+      [&](int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, auto q, auto k,
+          auto v, auto out, auto lse) { attend_group<E>(group, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse); });
+}
 
 template <class E>
 struct AttentionKernel {
-  using S = typename E::Storage;
-
-  // Batched: q[B,Sq,Hq,D] etc. Varlen: q[Tq,Hq,D] treated as batch 1 with per-sequence spans.
-  static void run_spans(const std::vector<SequenceSpan>& seqs, bool batched, const xhal_op_call* c) {
-    const TensorRef<const S> q(c->t[XHAL_SLOT_Q]), k(c->t[XHAL_SLOT_K]), v(c->t[XHAL_SLOT_V]);
-    const TensorRef<S> out(c->t[XHAL_SLOT_OUT]);
-    const TensorRef<float> lse(c->t[XHAL_SLOT_LSE]);
-    const int64_t Hq = q.size(-2), Hkv = k.size(-2), D = q.size(-1), Dv = v.size(-1);
-    if (Hq == 0) return;
-    const int64_t group = Hq / Hkv;
-    const MaskParams mask = MaskParams::from(c->params);
-    struct Task {
-      int64_t seq, hkv, i0;
-    };
-    std::vector<Task> tasks;
-    for (int64_t b = 0; b < int64_t(seqs.size()); ++b) {
-      for (int64_t h = 0; h < Hkv; ++h) {
-        for (int64_t i0 = 0; i0 < seqs[size_t(b)].Sq; i0 += kQueryTile) tasks.push_back({b, h, i0});
-      }
-    }
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t t = 0; t < int64_t(tasks.size()); ++t) {
-      const Task task = tasks[size_t(t)];
-      const SequenceSpan& seq = seqs[size_t(task.seq)];
-      const int64_t b = batched ? task.seq : 0;
-      const int64_t hq0 = task.hkv * group;
-      // Index helpers: batched tensors have a leading batch dim, packed ones do not.
-      auto row = [&](const auto& ref, int64_t token, int64_t head) {
-        return batched ? ref.at(b, token, head, 0) : ref.at(token, head, 0);
-      };
-      attend_group<E>(
-          group, task.i0, std::min(task.i0 + kQueryTile, seq.Sq), seq.Sq, seq.Sk, D, Dv, mask,
-          [&](int64_t g, int64_t i) { return row(q, seq.q_begin + i, hq0 + g); },
-          [&](int64_t j) { return row(k, seq.k_begin + j, task.hkv); },
-          [&](int64_t j) { return row(v, seq.k_begin + j, task.hkv); },
-          [&](int64_t g, int64_t i) { return row(out, seq.q_begin + i, hq0 + g); },
-          [&](int64_t g, int64_t i) -> float* {
-            if (!lse) return nullptr;
-            return batched ? lse.at(b, hq0 + g, i) : lse.at(hq0 + g, seq.q_begin + i);
-          });
-    }
-  }
-
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    const TensorRef<const S> q(c->t[XHAL_SLOT_Q]), k(c->t[XHAL_SLOT_K]);
-    std::vector<SequenceSpan> seqs(size_t(q.size(0)), SequenceSpan{0, q.size(1), 0, k.size(1)});
-    run_spans(seqs, true, c);
+    attend_spans<E>(batched_spans(c), true, c);
     return XHAL_OK;
   }
 };
@@ -72,33 +29,9 @@ struct AttentionKernel {
 template <class E>
 struct AttentionVarlenKernel {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const TensorRef<const int32_t> cu_q(c->t[XHAL_SLOT_CU_SEQLENS_Q]), cu_k(c->t[XHAL_SLOT_CU_SEQLENS_K]);
-    const int64_t Tq = c->t[XHAL_SLOT_Q]->shape[0], Tk = c->t[XHAL_SLOT_K]->shape[0];
-    const int64_t batch = cu_q.size(0) - 1;
     std::vector<SequenceSpan> seqs;
-    for (const auto& [name, cu, total, max_len] :
-         {std::tuple{"cu_seqlens_q", &cu_q, Tq, c->params.max_seqlen_q},
-          std::tuple{"cu_seqlens_k", &cu_k, Tk, c->params.max_seqlen_k}}) {
-      if (*cu->at(0) != 0) {
-        return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT, "argument '%s': expected [0] == 0, got %d",
-                            name, *cu->at(0));
-      }
-      for (int64_t b = 0; b < batch; ++b) {
-        const int64_t begin = *cu->at(b), end = *cu->at(b + 1);
-        if (end < begin || end > total || end - begin > max_len) {
-          return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT,
-                              "argument '%s': expected non-decreasing offsets within %lld tokens and "
-                              "sequence lengths <= max_seqlen %lld, got [%lld] = %lld, [%lld] = %lld",
-                              name, (long long)total, (long long)max_len, (long long)b,
-                              (long long)begin, (long long)(b + 1), (long long)end);
-        }
-      }
-    }
-    for (int64_t b = 0; b < batch; ++b) {
-      seqs.push_back({*cu_q.at(b), *cu_q.at(b + 1) - *cu_q.at(b), *cu_k.at(b),
-                      *cu_k.at(b + 1) - *cu_k.at(b)});
-    }
-    AttentionKernel<E>::run_spans(seqs, false, c);
+    if (const xhal_status s = varlen_spans(c, msg, len, &seqs); s != XHAL_OK) return s;
+    attend_spans<E>(seqs, false, c);
     return XHAL_OK;
   }
 };

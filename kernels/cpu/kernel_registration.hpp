@@ -20,6 +20,7 @@ void register_norm_simd_kernels(const xhal_host_api* host);
 void register_swiglu_simd_kernels(const xhal_host_api* host);
 void register_rope_simd_kernels(const xhal_host_api* host);
 void register_linear_blas_kernels(const xhal_host_api* host);
+void register_attention_blas_kernels(const xhal_host_api* host);  // Highway and OpenBLAS
 
 // Accuracy classes vs float64, per dtype: f32 accumulation, so f32 is limited by summation order
 // and the 16-bit types by their rounding of the output.

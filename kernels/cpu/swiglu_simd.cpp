@@ -1,9 +1,7 @@
 // swiglu and swiglu_packed with SIMD (Highway, best target picked at run time): rows in parallel,
-// one pass, silu(g) = g / (1 + e^-g). The exponential and the reciprocal are as accurate as the
-// output type needs and no more (they bound the speed; Highway's 1-ulp Exp and a divide ran at
-// 0.38 ns per element on one Zen 5 core, this at 0.18-0.23): e^x = 2^n p(f) with a Taylor
-// polynomial of degree 6 for f32 (relative error about 1e-6 on silu) or 4 for f16/bf16 (7e-5,
-// below their rounding), and 1/d from the hardware estimate, refined once for f32.
+// one pass, silu(g) = g / (1 + e^-g): the exponential of simd_math-inl.h with a polynomial of
+// degree 6 for f32 (relative error about 1e-6 on silu) or 4 for f16/bf16 (7e-5, below their
+// rounding), and 1/d from the hardware estimate, refined once for f32.
 // Registered above the portable reference kernels of swiglu.cpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/swiglu_simd.cpp"
@@ -14,30 +12,11 @@
 
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/simd_element-inl.h"
+#include "kernels/cpu/simd_math-inl.h"
 #include "kernels/cpu/tensor_ref.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
-
-// e^x for x in [-87, 88]: 2^n p(f ln2), n = round(x log2 e), |f| <= 1/2, p the Taylor polynomial
-// of e^t of degree kDegree; 2^n built in the exponent bits (n + 127 stays in 1..254 on this range).
-template <int kDegree>
-HWY_INLINE VF exp_on_range(VF x) {
-  const DF df;
-  const hn::RebindToSigned<DF> di;
-  const auto y = hn::Mul(x, hn::Set(df, 1.44269504088896341f));
-  const auto n = hn::Round(y);
-  const auto t = hn::Mul(hn::Sub(y, n), hn::Set(df, 0.693147180559945309f));
-  float inverse_factorial = 1.0f;
-  for (int k = 2; k <= kDegree; ++k) inverse_factorial /= float(k);
-  auto p = hn::Set(df, inverse_factorial);
-  for (int k = kDegree - 1; k >= 0; --k) {
-    inverse_factorial *= float(k + 1);
-    p = hn::MulAdd(p, t, hn::Set(df, inverse_factorial));
-  }
-  const auto two_to_n = hn::BitCast(df, hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127))));
-  return hn::Mul(p, two_to_n);
-}
 
 template <class E, bool kStream>
 void swiglu_row(const typename E::Storage* gate, const typename E::Storage* up, typename E::Storage* out,

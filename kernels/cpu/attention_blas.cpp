@@ -1,0 +1,199 @@
+// attention and attention_varlen on the CPU with OpenBLAS and SIMD (Highway, best target picked at
+// run time): FlashAttention-2's loop with both matrix products through sgemm. A task (sequence,
+// kv head, kRows query rows shared among the group's query heads, stacked) converts its queries
+// to f32 once, pre-scaled by scale * log2(e) so the softmax works in base 2; then for each tile of
+// kKeys keys it converts K and V to f32 once for the whole group (GQA), computes S = Q Kᵀ
+// (sgemm), masks it and runs the online softmax in vectors (running max and sum per row; the
+// accumulator is rescaled when the max moves), and adds P V to the accumulator (sgemm). Tiles
+// outside every row's visible keys (causal, window) are skipped. Tasks run in parallel with
+// OpenMP; inside them OpenBLAS (its OpenMP build) runs on the calling thread. Registered above the
+// reference kernels of attention.cpp.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention_blas.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/attention_core.hpp"
+#include "kernels/cpu/attention_tasks.hpp"
+#include "kernels/cpu/blas.hpp"
+#include "kernels/cpu/simd_element-inl.h"
+#include "kernels/cpu/simd_math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace xhal::cpu::HWY_NAMESPACE {
+
+constexpr int64_t kRows = 64;   // query rows per task, all heads of the group together
+constexpr int64_t kKeys = 256;  // keys per tile
+constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
+
+// A thread's buffers, reused from task to task.
+struct Workspace {
+  std::vector<float> q, k, v, s, acc, m, l;
+};
+
+// dst[0..n) = src[0..n) * scale, as f32.
+template <class E>
+void convert_row(const typename E::Storage* src, float* dst, int64_t n, float scale) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  const auto sv = hn::Set(df, scale);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(load_f32<E>(src + i), sv), df, dst + i);
+  for (; i < n; ++i) dst[i] = E::load(src[i]) * scale;
+}
+
+// One row of S over the tile's keys [0, jn), of which [a, b) are visible: turns the scores into
+// p = 2^(s - m_new) (0 outside [a, b)), updates the running max m and sum l, and rescales the
+// accumulator row when the max moved. softcap: scores are cap·tanh(s / cap), then base 2.
+void softmax_row(float* s, int64_t jn, int64_t a, int64_t b, float softcap, float* m, float* l, float* acc,
+                 int64_t Dv) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  if (softcap > 0.0f) {
+    for (int64_t j = a; j < b; ++j) s[j] = softcap * std::tanh(s[j] / softcap) * kLog2e;
+  }
+  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
+  int64_t j = a;
+  for (; j + lanes <= b; j += lanes) vmax = hn::Max(vmax, hn::LoadU(df, s + j));
+  float tile_max = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  for (; j < b; ++j) tile_max = std::max(tile_max, s[j]);
+  const float m_new = std::max(*m, tile_max);
+  const float correction = std::exp2(*m - m_new);  // 0 on the first visible tile (m = -inf)
+  const auto mv = hn::Set(df, m_new), floor = hn::Set(df, -126.0f);
+  auto vsum = hn::Zero(df);
+  j = a;
+  for (; j + lanes <= b; j += lanes) {
+    const auto p = exp2_on_range<6>(hn::Max(hn::Sub(hn::LoadU(df, s + j), mv), floor));
+    hn::StoreU(p, df, s + j);
+    vsum = hn::Add(vsum, p);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
+  for (; j < b; ++j) sum += (s[j] = std::exp2(s[j] - m_new));
+  std::fill(s, s + a, 0.0f);
+  std::fill(s + b, s + jn, 0.0f);
+  *l = *l * correction + sum;
+  *m = m_new;
+  if (correction != 1.0f) {
+    const auto cv = hn::Set(df, correction);
+    int64_t d = 0;
+    for (; d + lanes <= Dv; d += lanes) hn::StoreU(hn::Mul(hn::LoadU(df, acc + d), cv), df, acc + d);
+    for (; d < Dv; ++d) acc[d] *= correction;
+  }
+}
+
+// Query rows [i0, i1) of every query head of one kv head's group (accessors as in
+// attention_tasks.hpp).
+template <class E, class Q, class K, class V, class O, class L>
+void attend_tile_blas(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv,
+                      const MaskParams& mask, Q q, K k, V v, O out, L lse, Workspace& w) {
+  const int64_t rows = i1 - i0, n = group * rows;  // row r = g * rows + (i - i0)
+  w.q.resize(size_t(n * D));
+  w.k.resize(size_t(kKeys * D));
+  w.v.resize(size_t(kKeys * Dv));
+  w.s.resize(size_t(n * kKeys));
+  w.acc.assign(size_t(n * Dv), 0.0f);
+  w.m.assign(size_t(n), -std::numeric_limits<float>::infinity());
+  w.l.assign(size_t(n), 0.0f);
+  const float q_scale = mask.softcap > 0.0f ? mask.scale : mask.scale * kLog2e;
+  for (int64_t g = 0; g < group; ++g) {
+    for (int64_t i = i0; i < i1; ++i) convert_row<E>(q(g, i), &w.q[size_t((g * rows + i - i0) * D)], D, q_scale);
+  }
+  int64_t lo_all = Sk, hi_all = 0;  // keys any row of the task can see
+  for (int64_t i = i0; i < i1; ++i) {
+    int64_t lo, hi;
+    mask.visible_range(i, Sq, Sk, &lo, &hi);
+    if (lo < hi) lo_all = std::min(lo_all, lo), hi_all = std::max(hi_all, hi);
+  }
+  for (int64_t j0 = lo_all; j0 < hi_all; j0 += kKeys) {
+    const int64_t jn = std::min(kKeys, hi_all - j0);
+    for (int64_t j = 0; j < jn; ++j) {
+      convert_row<E>(k(j0 + j), &w.k[size_t(j * D)], D, 1.0f);
+      convert_row<E>(v(j0 + j), &w.v[size_t(j * Dv)], Dv, 1.0f);
+    }
+    gemm_nt(n, jn, D, w.q.data(), D, w.k.data(), D, w.s.data(), jn, false);
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t lo, hi;
+      mask.visible_range(i0 + r % rows, Sq, Sk, &lo, &hi);
+      const int64_t a = std::clamp(lo - j0, int64_t(0), jn), b = std::clamp(hi - j0, int64_t(0), jn);
+      float* s = &w.s[size_t(r * jn)];
+      if (a >= b) {
+        std::fill(s, s + jn, 0.0f);
+        continue;
+      }
+      softmax_row(s, jn, a, b, mask.softcap, &w.m[size_t(r)], &w.l[size_t(r)], &w.acc[size_t(r * Dv)], Dv);
+    }
+    gemm_nn(n, Dv, jn, w.s.data(), jn, w.v.data(), Dv, w.acc.data(), Dv, true);
+  }
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t g = r / rows, i = i0 + r % rows;
+    const float l = w.l[size_t(r)];
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key: 0, and lse = -inf
+    const float* acc = &w.acc[size_t(r * Dv)];
+    typename E::Storage* o = out(g, i);
+    int64_t d = 0;
+    for (; d + lanes <= Dv; d += lanes) store_f32<E>(hn::Mul(hn::LoadU(df, acc + d), hn::Set(df, inv)), o + d);
+    for (; d < Dv; ++d) o[d] = E::store(acc[d] * inv);
+    if (float* lp = lse(g, i)) {
+      *lp = l > 0.0f ? w.m[size_t(r)] * kLn2 + std::log(l) : -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
+void attention_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched) {
+  const MaskParams mask = MaskParams::from(c->params);
+  const int64_t group = c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 2] /
+                        std::max<int64_t>(1, c->t[XHAL_SLOT_K]->shape[c->t[XHAL_SLOT_K]->ndim - 2]);
+  const int64_t rows = std::max<int64_t>(8, kRows / std::max<int64_t>(1, group));
+  with_element(c->dtype, [&]<class E>() {
+    for_each_attention_task<typename E::Storage>(
+        seqs, batched, c, rows,
+        [&](int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, auto q, auto k,
+            auto v, auto out, auto lse) {
+          thread_local Workspace w;
+          attend_tile_blas<E>(g, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse, w);
+        });
+  });
+}
+
+}  // namespace xhal::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace xhal::cpu {
+
+HWY_EXPORT(attention_blas);
+
+namespace {
+template <class E>
+struct AttentionBlas {
+  static xhal_status run(const xhal_op_call* c, char*, size_t) {
+    HWY_DYNAMIC_DISPATCH(attention_blas)(c, batched_spans(c), true);
+    return XHAL_OK;
+  }
+};
+
+template <class E>
+struct AttentionVarlenBlas {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    std::vector<SequenceSpan> seqs;
+    if (const xhal_status s = varlen_spans(c, msg, len, &seqs); s != XHAL_OK) return s;
+    HWY_DYNAMIC_DISPATCH(attention_blas)(c, seqs, false);
+    return XHAL_OK;
+  }
+};
+}  // namespace
+
+void register_attention_blas_kernels(const xhal_host_api* host) {
+  register_fast_kernels<AttentionBlas>(host, "cpu.attention_blas", XHAL_OP_ATTENTION);
+  register_fast_kernels<AttentionVarlenBlas>(host, "cpu.attention_varlen_blas", XHAL_OP_ATTENTION_VARLEN);
+}
+
+}  // namespace xhal::cpu
+#endif

@@ -1,0 +1,102 @@
+// How the CPU's attention kernels split attention and attention_varlen into tasks: one per
+// (sequence, kv head, tile of query rows), run in parallel with OpenMP, each handed accessors to
+// its rows (the layout-specific indexing lives here once). Shared by the reference kernel
+// (attention.cpp) and the BLAS one (attention_blas.cpp), which differ in the core they run.
+#pragma once
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "kernel_registration.hpp"
+#include "tensor_ref.hpp"
+
+namespace xhal::cpu {
+
+// Sequence b covers query rows [q_begin, q_begin + Sq) of the packed or batched layout, likewise
+// for keys.
+struct SequenceSpan {
+  int64_t q_begin, Sq, k_begin, Sk;
+};
+
+// Batched attention (q[B,Sq,Hq,D]): one span per batch entry.
+inline std::vector<SequenceSpan> batched_spans(const xhal_op_call* c) {
+  return std::vector<SequenceSpan>(size_t(c->t[XHAL_SLOT_Q]->shape[0]),
+                                   SequenceSpan{0, c->t[XHAL_SLOT_Q]->shape[1], 0, c->t[XHAL_SLOT_K]->shape[1]});
+}
+
+// attention_varlen: the spans of cu_seqlens_q/k, checked (non-decreasing, within the tokens and
+// max_seqlen) before anything is written.
+inline xhal_status varlen_spans(const xhal_op_call* c, char* msg, size_t len, std::vector<SequenceSpan>* seqs) {
+  const TensorRef<const int32_t> cu_q(c->t[XHAL_SLOT_CU_SEQLENS_Q]), cu_k(c->t[XHAL_SLOT_CU_SEQLENS_K]);
+  const int64_t Tq = c->t[XHAL_SLOT_Q]->shape[0], Tk = c->t[XHAL_SLOT_K]->shape[0];
+  const int64_t batch = cu_q.size(0) - 1;
+  for (const auto& [name, cu, total, max_len] :
+       {std::tuple{"cu_seqlens_q", &cu_q, Tq, c->params.max_seqlen_q},
+        std::tuple{"cu_seqlens_k", &cu_k, Tk, c->params.max_seqlen_k}}) {
+    if (*cu->at(0) != 0) {
+      return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT, "argument '%s': expected [0] == 0, got %d", name,
+                          *cu->at(0));
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t begin = *cu->at(b), end = *cu->at(b + 1);
+      if (end < begin || end > total || end - begin > max_len) {
+        return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT,
+                            "argument '%s': expected non-decreasing offsets within %lld tokens and "
+                            "sequence lengths <= max_seqlen %lld, got [%lld] = %lld, [%lld] = %lld",
+                            name, (long long)total, (long long)max_len, (long long)b, (long long)begin,
+                            (long long)(b + 1), (long long)end);
+      }
+    }
+  }
+  seqs->clear();
+  for (int64_t b = 0; b < batch; ++b) {
+    seqs->push_back({*cu_q.at(b), *cu_q.at(b + 1) - *cu_q.at(b), *cu_k.at(b), *cu_k.at(b + 1) - *cu_k.at(b)});
+  }
+  return XHAL_OK;
+}
+
+// Calls core(group, i0, i1, Sq, Sk, D, Dv, q, k, v, out, lse) for every task in parallel, with
+// accessors q(g, i), k(j), v(j), out(g, i) (row pointers of query head g of the task's group, key
+// j) and lse(g, i) (float* or nullptr). `query_rows`: rows per task.
+template <class S, class Core>
+void for_each_attention_task(const std::vector<SequenceSpan>& seqs, bool batched, const xhal_op_call* c,
+                             int64_t query_rows, Core core) {
+  const TensorRef<const S> q(c->t[XHAL_SLOT_Q]), k(c->t[XHAL_SLOT_K]), v(c->t[XHAL_SLOT_V]);
+  const TensorRef<S> out(c->t[XHAL_SLOT_OUT]);
+  const TensorRef<float> lse(c->t[XHAL_SLOT_LSE]);
+  const int64_t Hq = q.size(-2), Hkv = k.size(-2), D = q.size(-1), Dv = v.size(-1);
+  if (Hq == 0) return;
+  const int64_t group = Hq / Hkv;
+  struct Task {
+    int64_t seq, hkv, i0;
+  };
+  std::vector<Task> tasks;
+  for (int64_t b = 0; b < int64_t(seqs.size()); ++b) {
+    for (int64_t h = 0; h < Hkv; ++h) {
+      for (int64_t i0 = 0; i0 < seqs[size_t(b)].Sq; i0 += query_rows) tasks.push_back({b, h, i0});
+    }
+  }
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t t = 0; t < int64_t(tasks.size()); ++t) {
+    const Task task = tasks[size_t(t)];
+    const SequenceSpan& seq = seqs[size_t(task.seq)];
+    const int64_t b = batched ? task.seq : 0;
+    const int64_t hq0 = task.hkv * group;
+    // Batched tensors have a leading batch dim, packed ones do not.
+    auto row = [&](const auto& ref, int64_t token, int64_t head) {
+      return batched ? ref.at(b, token, head, 0) : ref.at(token, head, 0);
+    };
+    core(group, task.i0, std::min(task.i0 + query_rows, seq.Sq), seq.Sq, seq.Sk, D, Dv,
+         [&](int64_t g, int64_t i) { return row(q, seq.q_begin + i, hq0 + g); },
+         [&](int64_t j) { return row(k, seq.k_begin + j, task.hkv); },
+         [&](int64_t j) { return row(v, seq.k_begin + j, task.hkv); },
+         [&](int64_t g, int64_t i) { return row(out, seq.q_begin + i, hq0 + g); },
+         [&](int64_t g, int64_t i) -> float* {
+           if (!lse) return nullptr;
+           return batched ? lse.at(b, hq0 + g, i) : lse.at(hq0 + g, seq.q_begin + i);
+         });
+  }
+}
+
+}  // namespace xhal::cpu
