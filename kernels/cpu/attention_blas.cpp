@@ -36,17 +36,6 @@ struct Workspace {
   std::vector<float> q, k, v, s, acc, m, l;
 };
 
-// dst[0..n) = src[0..n) * scale, as f32.
-template <class E>
-void convert_row(const typename E::Storage* src, float* dst, int64_t n, float scale) {
-  const DF df;
-  const int64_t lanes = int64_t(hn::Lanes(df));
-  const auto sv = hn::Set(df, scale);
-  int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(load_f32<E>(src + i), sv), df, dst + i);
-  for (; i < n; ++i) dst[i] = E::load(src[i]) * scale;
-}
-
 // One row of S over the tile's keys [0, jn), of which [a, b) are visible: turns the scores into
 // p = 2^(s - m_new) (0 outside [a, b)), updates the running max m and sum l, and rescales the
 // accumulator row when the max moved. softcap: scores are cap·tanh(s / cap), then base 2.

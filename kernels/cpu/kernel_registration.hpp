@@ -19,6 +19,7 @@ void register_linear_kernels(const xhal_host_api* host);
 void register_norm_simd_kernels(const xhal_host_api* host);
 void register_swiglu_simd_kernels(const xhal_host_api* host);
 void register_rope_simd_kernels(const xhal_host_api* host);
+void register_paged_attention_simd_kernels(const xhal_host_api* host);
 void register_linear_blas_kernels(const xhal_host_api* host);
 void register_attention_blas_kernels(const xhal_host_api* host);  // Highway and OpenBLAS
 

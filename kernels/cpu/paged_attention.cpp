@@ -3,6 +3,7 @@
 // before any output is written.
 #include "attention_core.hpp"
 #include "kernel_registration.hpp"
+#include "paged_attention_checks.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
@@ -17,26 +18,8 @@ struct PagedAttentionKernel {
     const TensorRef<S> out(c->t[XHAL_SLOT_OUT]);
     const TensorRef<const int32_t> table(c->t[XHAL_SLOT_BLOCK_TABLE]), lens(c->t[XHAL_SLOT_SEQ_LENS]);
     const int64_t B = q.size(0), Hq = q.size(1), D = q.size(2), Dv = vc.size(3);
-    const int64_t num_blocks = kc.size(0), block_size = kc.size(1), Hkv = kc.size(2);
-    const int64_t max_blocks = table.size(1);
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t L = *lens.at(b);
-      if (L < 0 || L > max_blocks * block_size) {
-        return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT,
-                            "argument 'seq_lens': expected 0..%lld (max_blocks * block_size), got "
-                            "seq_lens[%lld] = %lld",
-                            (long long)(max_blocks * block_size), (long long)b, (long long)L);
-      }
-      for (int64_t blk = 0; blk * block_size < L; ++blk) {
-        const int64_t index = *table.at(b, blk);
-        if (index < 0 || index >= num_blocks) {
-          return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT,
-                              "argument 'block_table': expected block indices in 0..%lld, got "
-                              "block_table[%lld][%lld] = %lld",
-                              (long long)(num_blocks - 1), (long long)b, (long long)blk, (long long)index);
-        }
-      }
-    }
+    const int64_t block_size = kc.size(1), Hkv = kc.size(2);
+    if (const xhal_status s = check_paged_tables(c, msg, len); s != XHAL_OK) return s;
     if (Hq == 0) return XHAL_OK;
     const int64_t group = Hq / Hkv;
     const MaskParams mask = MaskParams::from(c->params);

@@ -98,6 +98,17 @@ HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
   }
 }
 
+// dst[0..n) = src[0..n) * scale as f32 (a row of E converted for f32 arithmetic).
+template <class E>
+HWY_INLINE void convert_row(const typename E::Storage* src, float* dst, int64_t n, float scale = 1.0f) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  const auto sv = hn::Set(df, scale);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(load_f32<E>(src + i), sv), df, dst + i);
+  for (; i < n; ++i) dst[i] = E::load(src[i]) * scale;
+}
+
 // Bytes of one vector of E as store_f32 writes it (the alignment a streaming store needs).
 template <class E>
 HWY_INLINE size_t vector_bytes() {
