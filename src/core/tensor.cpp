@@ -1,6 +1,5 @@
 #include "xhal/tensor.hpp"
 
-#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
