@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -28,6 +29,22 @@ TEST(Tensor, CopyChecksShapesAndLayout) {
   Tensor b = Tensor::empty({4, 5}, DType::f32, Device::cpu());
   EXPECT_THROW(copy(a, b), Error);
   EXPECT_THROW(copy(a.view().transpose(0, 1), a), Error);
+}
+
+// Copies beyond the caches take the streaming path (all threads, aligned vector stores after an
+// unaligned head); sizes and offsets that leave a head and a tail on both sides must copy every
+// element and nothing past the end.
+TEST(Tensor, LargeHostCopiesAtAnyAlignment) {
+  const int64_t n = (int64_t(64) << 20) / 2 + 37;  // f16 elements: 64 MiB and an odd tail
+  std::vector<uint16_t> src(size_t(n) + 8), dst(size_t(n) + 8, 0xFFFF);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = uint16_t(i * 2654435761u >> 7);
+  for (const int offset : {0, 1, 3}) {
+    std::fill(dst.begin(), dst.end(), uint16_t(0xFFFF));
+    copy(TensorView(dst.data() + offset, DType::f16, {n}), TensorView(src.data() + 1, DType::f16, {n}));
+    EXPECT_TRUE(std::equal(src.begin() + 1, src.begin() + 1 + n, dst.begin() + offset)) << "offset " << offset;
+    for (int i = 0; i < offset; ++i) EXPECT_EQ(dst[size_t(i)], 0xFFFF) << "written before the start";
+    EXPECT_EQ(dst[size_t(n + offset)], 0xFFFF) << "written past the end";
+  }
 }
 
 TEST(Tensor, MemoryReturnsToTheAllocator) {

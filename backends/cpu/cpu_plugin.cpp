@@ -13,6 +13,7 @@
 #include "kernels/cpu/blas.hpp"
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/simd.hpp"
+#include "kernels/cpu/stream_copy.hpp"
 #include "xhal/plugin.h"
 
 namespace {
@@ -98,12 +99,19 @@ xhal_status host_free(int32_t, void* ptr) {
 }
 
 // Large copies are split across the OpenMP threads: one core does not saturate memory bandwidth.
+// Beyond the caches they stream (kernels/cpu/stream_copy.hpp) where the plugin has SIMD kernels.
 xhal_status host_memcpy(int32_t, void* dst, const void* src, size_t bytes, xhal_copy_kind, void*) {
   constexpr size_t kParallelBytes = size_t(8) << 20;
   if (bytes < kParallelBytes) {
     if (bytes != 0) std::memcpy(dst, src, bytes);
     return XHAL_OK;
   }
+#if defined(XHAL_HAVE_HIGHWAY)
+  if (bytes >= xhal::cpu::kStreamCopyBytes) {
+    xhal::cpu::stream_copy(dst, src, bytes);
+    return XHAL_OK;
+  }
+#endif
   constexpr size_t kChunk = size_t(1) << 20;
   const int64_t chunks = int64_t((bytes + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static)

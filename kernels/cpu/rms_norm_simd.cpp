@@ -22,45 +22,41 @@ namespace xhal::cpu::HWY_NAMESPACE {
 // One row: x (+ residual, written back) summed in squares, then re-read (from the cache: a row is
 // tens of KiB) and scaled: out = v / rms * weight, v the residual when there is one.
 template <class E, bool kStream>
-void norm_row(const typename E::Storage* x, typename E::Storage* residual, const float* weight, float eps,
+void norm_row(const typename E::Storage* x, typename E::Storage* residual, const typename E::Storage* weight, float eps,
               int64_t n, typename E::Storage* out, const typename E::Storage* next) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));
-  auto sum0 = hn::Zero(df), sum1 = hn::Zero(df);
-  int64_t i = 0;
+  float total = 0.0f;
   if (residual == nullptr) {
-    for (; i + 2 * lanes <= n; i += 2 * lanes) {  // two sums: the FMA latency is not the limit
-      const auto a = load_f32<E>(x + i), b = load_f32<E>(x + i + lanes);
-      sum0 = hn::MulAdd(a, a, sum0);
-      sum1 = hn::MulAdd(b, b, sum1);
+    total = sum_squares<E>(x, n);
+  } else {
+    auto sum = hn::Zero(df);
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+      store_f32<E>(hn::Add(load_f32<E>(x + i), load_f32<E>(residual + i)), residual + i);
+      const auto v = load_f32<E>(residual + i);  // the norm uses the stored value, as the next layer will
+      sum = hn::MulAdd(v, v, sum);
     }
-  }
-  for (; i + lanes <= n; i += lanes) {
-    auto v = load_f32<E>(x + i);
-    if (residual != nullptr) {
-      store_f32<E>(hn::Add(v, load_f32<E>(residual + i)), residual + i);
-      v = load_f32<E>(residual + i);  // the norm uses the stored value, as the next layer will
+    total = hn::GetLane(hn::SumOfLanes(df, sum));
+    for (; i < n; ++i) {
+      residual[i] = E::store(E::load(x[i]) + E::load(residual[i]));
+      total += E::load(residual[i]) * E::load(residual[i]);
     }
-    sum0 = hn::MulAdd(v, v, sum0);
-  }
-  float total = hn::GetLane(hn::SumOfLanes(df, hn::Add(sum0, sum1)));
-  for (; i < n; ++i) {
-    float v = E::load(x[i]);
-    if (residual != nullptr) {
-      residual[i] = E::store(v + E::load(residual[i]));
-      v = E::load(residual[i]);
-    }
-    total += v * v;
   }
   const typename E::Storage* src = residual != nullptr ? residual : x;
   const float inv_rms = 1.0f / std::sqrt(total / float(n) + eps);
   const auto scale = hn::Set(df, inv_rms);
-  i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    if (next != nullptr) hwy::Prefetch(next + i);
-    store_f32<E, kStream>(hn::Mul(hn::Mul(load_f32<E>(src + i), scale), hn::LoadU(df, weight + i)), out + i);
+  auto scaled = [&](int64_t i) { return hn::Mul(hn::Mul(load_f32<E>(src + i), scale), load_f32<E>(weight + i)); };
+  // While this row is written, the next one is fetched: otherwise the memory would see only
+  // writes now and only reads during the next row's sum.
+  constexpr int64_t kLine = 64 / int64_t(sizeof(typename E::Storage));
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    if (next != nullptr && i % kLine == 0) hwy::Prefetch(next + i);
+    store2_f32<E, kStream>(scaled(i), scaled(i + lanes), out + i);
   }
-  for (; i < n; ++i) out[i] = E::store(E::load(src[i]) * inv_rms * weight[i]);
+  for (; i + lanes <= n; i += lanes) store_f32<E, kStream>(scaled(i), out + i);
+  for (; i < n; ++i) out[i] = E::store(E::load(src[i]) * inv_rms * E::load(weight[i]));
 }
 
 template <class E>
@@ -69,8 +65,10 @@ void norm_rows_typed(const xhal_op_call* c) {
   const TensorRef<const S> x(c->t[XHAL_SLOT_X]), w(c->t[XHAL_SLOT_WEIGHT]);
   const TensorRef<S> out(c->t[XHAL_SLOT_NORM_OUT]), residual(c->t[XHAL_SLOT_RESIDUAL]);
   const int64_t n = x.size(-1), rows = x.rows();
-  std::vector<float> weight(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) weight[size_t(i)] = E::load(*w.at(i));
+  // The weight contiguous and in the element type: as f32 it would take twice the L1 cache that
+  // the row being normalised needs too.
+  std::vector<S> weight(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) weight[size_t(i)] = *w.at(i);
   const auto norm = should_stream<E>(c->t[XHAL_SLOT_NORM_OUT]) ? norm_row<E, true> : norm_row<E, false>;
 #pragma omp parallel
   {
