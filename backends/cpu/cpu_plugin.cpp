@@ -143,6 +143,13 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
                   host ? host->abi_version : 0u, XHAL_PLUGIN_ABI_VERSION);
     return XHAL_ERR_UNSUPPORTED;
   }
+  // The plugin's one variable of its own (docs/configuration.md); before any kernel is chosen.
+  static const std::string unknown_disable = xhal::cpu::apply_cpu_disable(std::getenv("XHAL_CPU_DISABLE"));
+  if (!unknown_disable.empty()) {
+    std::snprintf(reason, reason_len, "XHAL_CPU_DISABLE names %s; known: avx512, avx2, avx512_bf16",
+                  unknown_disable.c_str());
+    return XHAL_ERR_INVALID_ARGUMENT;
+  }
   static const std::string version = std::string("xhal cpu plugin, OpenMP ") + std::to_string(_OPENMP) +
                                      "; SIMD: " + xhal::cpu::simd_summary() +
                                      "; BLAS: " + xhal::cpu::blas_summary();

@@ -53,7 +53,9 @@ void norm_row(const typename E::Storage* x, typename E::Storage* residual, const
   int64_t i = 0;
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
     if (next != nullptr && i % kLine == 0) hwy::Prefetch(next + i);
-    store2_f32<E, kStream>(scaled(i), scaled(i + lanes), out + i);
+    VF x0, x1, w0, w1;
+    load2_f32<E>(src + i, x0, x1), load2_f32<E>(weight + i, w0, w1);
+    store2_f32<E, kStream>(hn::Mul(hn::Mul(x0, scale), w0), hn::Mul(hn::Mul(x1, scale), w1), out + i);
   }
   for (; i + lanes <= n; i += lanes) store_f32<E, kStream>(scaled(i), out + i);
   for (; i < n; ++i) out[i] = E::store(E::load(src[i]) * inv_rms * E::load(weight[i]));

@@ -1,5 +1,8 @@
 #include "simd.hpp"
 
+#include <cstdlib>
+#include <sstream>
+
 #if defined(XHAL_HAVE_HIGHWAY)
 #include <hwy/highway.h>
 #include <hwy/targets.h>
@@ -16,16 +19,43 @@ std::string simd_summary() {
   for (int64_t targets = HWY_TARGETS; targets != 0; targets &= targets - 1) {
     text += std::string(" ") + hwy::TargetName(targets & -targets);
   }
-  return text + "); bf16 rounding: " + (cpu_has_bf16_convert() ? "AVX512_BF16" : "integer arithmetic");
+  const bool avx512 = (usable & -usable & (HWY_AVX3 | HWY_AVX3_DL)) != 0;  // only there it is used
+  return text + "); bf16 rounding: " + (avx512 && cpu_has_bf16_convert() ? "AVX512_BF16" : "integer arithmetic");
 #else
   return "portable kernels only (built without Highway)";
 #endif
 }
 
+namespace {
+bool g_bf16_disabled = false;
+}
+
+std::string apply_cpu_disable(const char* list) {
+  std::string unknown;
+  std::stringstream names(list != nullptr ? list : "");
+  for (std::string name; std::getline(names, name, ',');) {
+    if (name.empty()) continue;
+    if (name == "avx512_bf16") {
+      g_bf16_disabled = true;
+#if defined(XHAL_HAVE_HIGHWAY)
+    } else if (name == "avx512") {
+      hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
+    } else if (name == "avx2") {
+      hwy::DisableTargets(HWY_AVX2);
+#else
+    } else if (name == "avx512" || name == "avx2") {  // nothing to disable without Highway
+#endif
+    } else {
+      unknown += (unknown.empty() ? "" : ",") + name;
+    }
+  }
+  return unknown;
+}
+
 bool cpu_has_bf16_convert() {
 #if defined(__x86_64__)
   static const bool has = __builtin_cpu_supports("avx512bf16");
-  return has;
+  return has && !g_bf16_disabled;
 #else
   return false;
 #endif

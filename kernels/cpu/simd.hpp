@@ -10,7 +10,12 @@ namespace xhal::cpu {
 // are no SIMD kernels.
 std::string simd_summary();
 
-// Whether the CPU rounds f32 to bf16 itself (AVX512_BF16); read once.
+// Whether the CPU rounds f32 to bf16 itself (AVX512_BF16) and the kernels may use it.
 bool cpu_has_bf16_convert();
+
+// XHAL_CPU_DISABLE: comma-separated instruction sets the kernels must not use (avx512, avx2,
+// avx512_bf16), to test or compare the code paths of other CPUs on this one. Applied once, before
+// the first kernel runs; returns the names it did not know ("" when none).
+std::string apply_cpu_disable(const char* list);
 
 }  // namespace xhal::cpu

@@ -51,6 +51,17 @@ HWY_INLINE VF load_f32(const typename E::Storage* p) {
   }
 }
 
+// v rounded to bf16 (nearest even, NaN kept quiet) by integer arithmetic, in the high half of
+// each 32-bit lane (the low half is garbage).
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> bf16_in_high_half(VF v) {
+  const hn::RebindToUnsigned<DF> du32;
+  const auto bits = hn::BitCast(du32, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
+  const auto rounded = hn::Add(bits, hn::Add(lsb, hn::Set(du32, 0x7FFF)));
+  const auto quiet_nan = hn::Or(bits, hn::Set(du32, 0x00400000));
+  return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
+}
+
 // Stores Lanes(DF()) elements of v to p as E. kStream: non-temporal stores, which skip reading the
 // destination's cache lines before writing them (a third of a copy's memory traffic); p must then
 // be aligned to the stored vector's size (vector_bytes<E>()), and the writing thread must call
@@ -65,7 +76,6 @@ HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
       hn::StoreU(v, df, p);
     }
   } else if constexpr (E::kDType == XHAL_DTYPE_BF16) {
-    const hn::RebindToUnsigned<DF> du32;
     const hn::RebindToSigned<DF> di32;
     const hn::Rebind<uint16_t, DF> du16;
 #ifdef XHAL_CPU_AVX512_BF16_ASM
@@ -81,11 +91,7 @@ HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
       return;
     }
 #endif
-    const auto bits = hn::BitCast(du32, v);
-    const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
-    const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(lsb, hn::Set(du32, 0x7FFF))));
-    const auto quiet_nan = hn::ShiftRight<16>(hn::Or(bits, hn::Set(du32, 0x00400000)));
-    const auto half = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
+    const auto half = hn::ShiftRight<16>(bf16_in_high_half(v));
     const auto packed = hn::DemoteTo(du16, hn::BitCast(di32, half));
     if constexpr (kStream) {
       hn::Stream(packed, du16, p);
@@ -103,17 +109,49 @@ HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
   }
 }
 
-// Stores 2 * Lanes(DF()) elements, lo first, to p as E (store_f32's contract). bf16 on CPUs with
-// AVX512_BF16: one vcvtne2ps2bf16 and one full-cache-line store, half the instructions of two
-// store_f32 (the memory-bound ops are close to compute-bound on two cores).
+// Pairs of vectors for elementwise ops: load2_f32 reads 2 * Lanes(DF()) elements of E into two
+// f32 vectors in an order of its choosing and store2_f32 writes two vectors back in the same
+// order, so an op that treats every lane alike can use them without knowing the order. bf16 on
+// AVX-512: the even elements in one vector and the odd ones in the other (one shift or mask per
+// vector instead of a widening shuffle and a shift), written back by one vcvtne2ps2bf16 where the
+// CPU has it and one shuffle into a full-cache-line store. Elsewhere: two store_f32/load_f32.
+template <class E>
+HWY_INLINE void load2_f32(const typename E::Storage* p, VF& a, VF& b) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (E::kDType == XHAL_DTYPE_BF16) {
+    const DF df;
+    const hn::RebindToUnsigned<DF> du32;
+    const auto bits = hn::LoadU(du32, reinterpret_cast<const uint32_t*>(p));
+    a = hn::BitCast(df, hn::ShiftLeft<16>(bits));
+    b = hn::BitCast(df, hn::And(bits, hn::Set(du32, 0xFFFF0000u)));
+    return;
+  }
+#endif
+  a = load_f32<E>(p);
+  b = load_f32<E>(p + hn::Lanes(DF()));
+}
+
 template <class E, bool kStream = false>
-HWY_INLINE void store2_f32(VF lo, VF hi, typename E::Storage* p) {
+HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
+  const hn::ScalableTag<uint16_t> du16;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (E::kDType == XHAL_DTYPE_BF16) {
+    hn::Vec<decltype(du16)> packed;
 #ifdef XHAL_CPU_AVX512_BF16_ASM
-  if constexpr (std::is_same_v<E, BF16Native>) {
-    const hn::ScalableTag<uint16_t> du16;
-    __m512i raw;
-    asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(raw) : "v"(hi.raw), "v"(lo.raw));
-    const hn::Vec<decltype(du16)> packed{raw};
+    if constexpr (std::is_same_v<E, BF16Native>) {
+      // bf16(a) in the low half, bf16(b) in the high one; element 2k is a's k-th, 2k+1 b's.
+      hn::Vec<decltype(du16)> halves;
+      asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves.raw) : "v"(b.raw), "v"(a.raw));
+      const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                                  23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+      packed.raw = _mm512_permutexvar_epi16(interleave, halves.raw);  // Highway 1.0.3: no 16-bit table lookup
+    } else
+#endif
+    {  // the rounded halves land in place: a's in the low 16 bits of each lane, b's in the high
+      const hn::RebindToUnsigned<DF> du32;
+      packed = hn::BitCast(du16, hn::Or(hn::And(bf16_in_high_half(b), hn::Set(du32, 0xFFFF0000u)),
+                                        hn::ShiftRight<16>(bf16_in_high_half(a))));
+    }
     if constexpr (kStream) {
       hn::Stream(packed, du16, p);
     } else {
@@ -122,8 +160,9 @@ HWY_INLINE void store2_f32(VF lo, VF hi, typename E::Storage* p) {
     return;
   }
 #endif
-  store_f32<E, kStream>(lo, p);
-  store_f32<E, kStream>(hi, p + hn::Lanes(DF()));
+  (void)du16;
+  store_f32<E, kStream>(a, p);
+  store_f32<E, kStream>(b, p + hn::Lanes(DF()));
 }
 
 // Sum of x[i]^2 over i < n, accumulated in f32. bf16 on CPUs with AVX512_BF16: vdpbf16ps squares

@@ -1,14 +1,15 @@
 // swiglu and swiglu_packed with SIMD (Highway, best target picked at run time): rows in parallel,
-// one pass, silu(g) = g / (1 + e^-g): the exponential of simd_math-inl.h with a polynomial of
-// degree 6 for f32 (relative error about 1e-6 on silu) or 4 for f16/bf16 (7e-5, below their
-// rounding), and 1/d from the hardware estimate, refined once for f32.
+// one pass, silu of simd_math-inl.h with a polynomial of degree 6 for f32 (relative error about
+// 1e-6 on silu) or 4 for f16/bf16 (7e-5, below their rounding).
 // Registered above the portable reference kernels of swiglu.cpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/swiglu_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <cmath>
+#include <vector>
 
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/simd_element-inl.h"
@@ -18,23 +19,37 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
+// One row; staged (n floats) for packed rows: silu(gate) is staged first, then multiplied by up,
+// so the row is read front to back as one stream (two streams 16 KiB apart ran at 2/3 the speed).
 template <class E, bool kStream>
 void swiglu_row(const typename E::Storage* gate, const typename E::Storage* up, typename E::Storage* out,
-                int64_t n) {
+                int64_t n, float* staged) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));
   constexpr bool kF32 = E::kDType == XHAL_DTYPE_F32;
-  const auto one = hn::Set(df, 1.0f), two = hn::Set(df, 2.0f);
-  // -g clamped to [-87, 88]: beyond, e^-g is 0 or 1 + e^-g overflows, and silu(g) is g or -0.
-  const auto lo = hn::Set(df, -87.0f), hi = hn::Set(df, 88.0f);
-  int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto g = load_f32<E>(gate + i);
-    const auto d = hn::Add(one, exp_on_range<kF32 ? 6 : 4>(hn::Min(hn::Max(hn::Neg(g), lo), hi)));
-    auto r = hn::ApproximateReciprocal(d);
-    if constexpr (kF32) r = hn::Mul(r, hn::NegMulAdd(d, r, two));  // one Newton step
-    store_f32<E, kStream>(hn::Mul(hn::Mul(g, r), load_f32<E>(up + i)), out + i);
+  const int64_t pairs = n / (2 * lanes) * (2 * lanes);  // elements in whole pairs of vectors
+  auto act = [](VF g) { return silu<kF32 ? 6 : 4, kF32>(g); };
+  if (staged != nullptr) {
+    for (int64_t i = 0; i < pairs; i += 2 * lanes) {
+      hwy::Prefetch(up + i);  // the next part of the same stream
+      VF g0, g1;
+      load2_f32<E>(gate + i, g0, g1);
+      hn::StoreU(act(g0), df, staged + i), hn::StoreU(act(g1), df, staged + i + lanes);
+    }
   }
+  int64_t i = 0;
+  for (; i < pairs; i += 2 * lanes) {
+    VF a0, a1, u0, u1;
+    if (staged != nullptr) {
+      a0 = hn::LoadU(df, staged + i), a1 = hn::LoadU(df, staged + i + lanes);
+    } else {
+      load2_f32<E>(gate + i, a0, a1);
+      a0 = act(a0), a1 = act(a1);
+    }
+    load2_f32<E>(up + i, u0, u1);
+    store2_f32<E, kStream>(hn::Mul(a0, u0), hn::Mul(a1, u1), out + i);
+  }
+  for (; i + lanes <= n; i += lanes) store_f32<E, kStream>(hn::Mul(act(load_f32<E>(gate + i)), load_f32<E>(up + i)), out + i);
   for (; i < n; ++i) {
     const float g = E::load(gate[i]);
     out[i] = E::store(g / (1.0f + std::exp(-g)) * E::load(up[i]));
@@ -52,8 +67,12 @@ void swiglu_rows_typed(const xhal_op_call* c, bool packed) {
   const auto row = should_stream<E>(c->t[XHAL_SLOT_ACT_OUT]) ? swiglu_row<E, true> : swiglu_row<E, false>;
 #pragma omp parallel
   {
+    thread_local std::vector<float> staged;  // keeps its memory from call to call
+    if (packed) staged.resize(size_t(n));
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) row(gate.row(r), up.row(r) + (packed ? n : 0), out.row(r), n);
+    for (int64_t r = 0; r < rows; ++r) {
+      row(gate.row(r), up.row(r) + (packed ? n : 0), out.row(r), n, packed ? staged.data() : nullptr);
+    }
     stream_fence();
   }
 }
