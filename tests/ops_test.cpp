@@ -210,5 +210,32 @@ TEST(Ops, RunsOnAnExplicitStream) {
   EXPECT_NEAR(out[0], 3 / std::sqrt(12.5), 1e-6);
 }
 
+// Outputs larger than the caches are written with streaming stores on the CPU, which need
+// aligned addresses: an output that is not aligned to the widest store must take the ordinary
+// path and come out the same as an aligned one.
+TEST(Ops, LargeOutputsAtAnyAlignment) {
+  const int64_t rows = 4096, n = 8192;  // 64 MiB of bf16 per tensor
+  std::vector<uint16_t> host(size_t(rows * n));
+  for (size_t i = 0; i < host.size(); ++i) host[i] = float_to_bf16(float(int(i % 61) - 30) / 16.0f);
+  const Tensor x = Tensor::from_host(host.data(), {rows, n}, DType::bf16, Device::cpu());
+  const Tensor w = Tensor::from_host(host.data(), {n}, DType::bf16, Device::cpu());
+  // The allocator's 64-byte alignment, and 32 bytes past it (one 256-bit vector, half a store).
+  const Tensor aligned = Tensor::empty({rows, n}, DType::bf16, Device::cpu());
+  const Tensor shifted = Tensor::empty({rows * n + 16}, DType::bf16, Device::cpu());
+  const TensorView shifted_view(static_cast<uint16_t*>(shifted.data()) + 16, DType::bf16, {rows, n});
+  std::vector<uint16_t> a(host.size()), b(host.size());
+  auto expect_same = [&](const char* op) {
+    aligned.copy_to_host(a.data());
+    copy(TensorView(b.data(), DType::bf16, {rows, n}), shifted_view);
+    EXPECT_TRUE(a == b) << op;
+  };
+  ops::rms_norm(x, w, 1e-6f, aligned);
+  ops::rms_norm(x, w, 1e-6f, shifted_view);
+  expect_same("rms_norm");
+  ops::swiglu(x, x, aligned);
+  ops::swiglu(x, x, shifted_view);
+  expect_same("swiglu");
+}
+
 }  // namespace
 }  // namespace xhal

@@ -107,7 +107,7 @@ xhal_status host_memcpy(int32_t, void* dst, const void* src, size_t bytes, xhal_
     return XHAL_OK;
   }
 #if defined(XHAL_HAVE_HIGHWAY)
-  if (bytes >= xhal::cpu::kStreamCopyBytes) {
+  if (bytes >= xhal::cpu::kStreamBytes) {
     xhal::cpu::stream_copy(dst, src, bytes);
     return XHAL_OK;
   }

@@ -21,15 +21,17 @@
 
 #include "kernels/cpu/element.hpp"
 #include "kernels/cpu/simd.hpp"
+#include "kernels/cpu/stream_copy.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-// BF16Native's instructions, written through the assembler: Highway 1.0.3 has no bf16 target to
-// compile them for. Only BF16Native (chosen when the CPU has AVX512_BF16) runs them.
-#define XHAL_CPU_AVX512_BF16_ASM 1
+// This per-target compilation is AVX-512's. BF16Native's instructions are written through the
+// assembler there (Highway 1.0.3 has no bf16 target to compile them for); only BF16Native, chosen
+// when the CPU has AVX512_BF16, runs them.
+#define XHAL_CPU_AVX512 1
 #endif
 
 using DF = hn::ScalableTag<float>;
@@ -62,50 +64,44 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> bf16_in_high_half(VF v) {
   return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
 }
 
+// StoreU, or Stream (kStream) to an address aligned to the vector.
+template <bool kStream, class D, class T>
+HWY_INLINE void put(hn::Vec<D> v, D d, T* p) {
+  if constexpr (kStream) {
+    hn::Stream(v, d, p);
+  } else {
+    hn::StoreU(v, d, p);
+  }
+}
+
 // Stores Lanes(DF()) elements of v to p as E. kStream: non-temporal stores, which skip reading the
 // destination's cache lines before writing them (a third of a copy's memory traffic); p must then
-// be aligned to the stored vector's size (vector_bytes<E>()), and the writing thread must call
+// be aligned to the stored vector's size (stream_alignment<E>() covers it), and the writing thread must call
 // stream_fence() before others read what it wrote.
 template <class E, bool kStream = false>
 HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
   const DF df;
   if constexpr (E::kDType == XHAL_DTYPE_F32) {
-    if constexpr (kStream) {
-      hn::Stream(v, df, p);
-    } else {
-      hn::StoreU(v, df, p);
-    }
+    put<kStream>(v, df, p);
   } else if constexpr (E::kDType == XHAL_DTYPE_BF16) {
     const hn::RebindToSigned<DF> di32;
     const hn::Rebind<uint16_t, DF> du16;
-#ifdef XHAL_CPU_AVX512_BF16_ASM
+#ifdef XHAL_CPU_AVX512
     if constexpr (std::is_same_v<E, BF16Native>) {
       __m256i raw;
       asm("vcvtneps2bf16 %1, %0" : "=v"(raw) : "v"(v.raw));
       const hn::Vec<decltype(du16)> packed{raw};
-      if constexpr (kStream) {
-        hn::Stream(packed, du16, p);
-      } else {
-        hn::StoreU(packed, du16, p);
-      }
+      put<kStream>(packed, du16, p);
       return;
     }
 #endif
     const auto half = hn::ShiftRight<16>(bf16_in_high_half(v));
     const auto packed = hn::DemoteTo(du16, hn::BitCast(di32, half));
-    if constexpr (kStream) {
-      hn::Stream(packed, du16, p);
-    } else {
-      hn::StoreU(packed, du16, p);
-    }
+    put<kStream>(packed, du16, p);
   } else {
     const hn::Rebind<hwy::float16_t, DF> df16;
     const auto packed = hn::DemoteTo(df16, v);
-    if constexpr (kStream) {
-      hn::Stream(packed, df16, reinterpret_cast<hwy::float16_t*>(p));
-    } else {
-      hn::StoreU(packed, df16, reinterpret_cast<hwy::float16_t*>(p));
-    }
+    put<kStream>(packed, df16, reinterpret_cast<hwy::float16_t*>(p));
   }
 }
 
@@ -117,7 +113,7 @@ HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
 // CPU has it and one shuffle into a full-cache-line store. Elsewhere: two store_f32/load_f32.
 template <class E>
 HWY_INLINE void load2_f32(const typename E::Storage* p, VF& a, VF& b) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#ifdef XHAL_CPU_AVX512
   if constexpr (E::kDType == XHAL_DTYPE_BF16) {
     const DF df;
     const hn::RebindToUnsigned<DF> du32;
@@ -133,11 +129,10 @@ HWY_INLINE void load2_f32(const typename E::Storage* p, VF& a, VF& b) {
 
 template <class E, bool kStream = false>
 HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
-  const hn::ScalableTag<uint16_t> du16;
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#ifdef XHAL_CPU_AVX512
   if constexpr (E::kDType == XHAL_DTYPE_BF16) {
+    const hn::ScalableTag<uint16_t> du16;
     hn::Vec<decltype(du16)> packed;
-#ifdef XHAL_CPU_AVX512_BF16_ASM
     if constexpr (std::is_same_v<E, BF16Native>) {
       // bf16(a) in the low half, bf16(b) in the high one; element 2k is a's k-th, 2k+1 b's.
       hn::Vec<decltype(du16)> halves;
@@ -145,22 +140,15 @@ HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
       const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
                                                   23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
       packed.raw = _mm512_permutexvar_epi16(interleave, halves.raw);  // Highway 1.0.3: no 16-bit table lookup
-    } else
-#endif
-    {  // the rounded halves land in place: a's in the low 16 bits of each lane, b's in the high
+    } else {  // the rounded halves land in place: a's in the low 16 bits of each lane, b's in the high
       const hn::RebindToUnsigned<DF> du32;
       packed = hn::BitCast(du16, hn::Or(hn::And(bf16_in_high_half(b), hn::Set(du32, 0xFFFF0000u)),
                                         hn::ShiftRight<16>(bf16_in_high_half(a))));
     }
-    if constexpr (kStream) {
-      hn::Stream(packed, du16, p);
-    } else {
-      hn::StoreU(packed, du16, p);
-    }
+    put<kStream>(packed, du16, p);
     return;
   }
 #endif
-  (void)du16;
   store_f32<E, kStream>(a, p);
   store_f32<E, kStream>(b, p + hn::Lanes(DF()));
 }
@@ -174,7 +162,7 @@ HWY_INLINE float sum_squares(const typename E::Storage* x, int64_t n) {
   const int64_t lanes = int64_t(hn::Lanes(df));
   auto sum0 = hn::Zero(df), sum1 = hn::Zero(df);
   int64_t i = 0;
-#ifdef XHAL_CPU_AVX512_BF16_ASM
+#ifdef XHAL_CPU_AVX512
   if constexpr (std::is_same_v<E, BF16Native>) {
     const hn::ScalableTag<uint16_t> du16;
     for (; i + 4 * lanes <= n; i += 4 * lanes) {  // two sums: the latency is not the limit
@@ -209,10 +197,10 @@ HWY_INLINE void convert_row(const typename E::Storage* src, float* dst, int64_t 
   for (; i < n; ++i) dst[i] = E::load(src[i]) * scale;
 }
 
-// Bytes of one vector of E as store_f32 writes it (the alignment a streaming store needs).
+// The alignment streaming stores of E need: the widest store, store2_f32's two vectors.
 template <class E>
-HWY_INLINE size_t vector_bytes() {
-  return hn::Lanes(DF()) * sizeof(typename E::Storage);
+HWY_INLINE size_t stream_alignment() {
+  return 2 * hn::Lanes(DF()) * sizeof(typename E::Storage);
 }
 
 // Orders this thread's streaming stores before what follows (they bypass the usual ordering).
@@ -235,14 +223,13 @@ HWY_INLINE void with_element(xhal_dtype dtype, F&& f) {
 
 // Whether an op should write `out` (rows of E, inner stride 1) with streaming stores: when it is
 // far larger than the caches (a later op would not find it there anyway) and every row starts
-// aligned to a vector. Rows are then written vector by vector from their start.
+// aligned to stream_alignment<E>(). Rows are then written from their start.
 template <class E>
 HWY_INLINE bool should_stream(const DLTensor* out) {
-  constexpr int64_t kStreamBytes = int64_t(64) << 20;
-  const int64_t vb = int64_t(vector_bytes<E>()), elt = int64_t(sizeof(typename E::Storage));
+  const int64_t vb = int64_t(stream_alignment<E>()), elt = int64_t(sizeof(typename E::Storage));
   int64_t numel = 1;
   for (int d = 0; d < out->ndim; ++d) numel *= out->shape[d];
-  if (numel * elt < kStreamBytes || reinterpret_cast<uintptr_t>(out->data) % uintptr_t(vb) != 0) return false;
+  if (numel * elt < int64_t(kStreamBytes) || reinterpret_cast<uintptr_t>(out->data) % uintptr_t(vb) != 0) return false;
   for (int d = 0; d + 1 < out->ndim; ++d) {
     if (out->shape[d] > 1 && (out->strides[d] * elt) % vb != 0) return false;
   }
@@ -252,5 +239,5 @@ HWY_INLINE bool should_stream(const DLTensor* out) {
 }  // namespace xhal::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
-#undef XHAL_CPU_AVX512_BF16_ASM
+#undef XHAL_CPU_AVX512
 #endif
