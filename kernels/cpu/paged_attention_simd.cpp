@@ -1,15 +1,19 @@
 // paged_attention (decode) on the CPU with SIMD (Highway, best target picked at run time). Decode
-// is memory-bound: each cached K/V row must be read once and used for every query head that
-// shares its kv head, with as little work per byte as possible. Tasks are (sequence, split of the
-// keys), split so that every thread has several tasks even for one sequence; each walks its keys
-// in tiles of kTile: the tile's K and V rows of all kv heads converted to f32 slot by slot (memory
-// in order), then per kv head scores four query heads x four keys at a time with the sums in
-// registers (queries pre-scaled into base 2), the online softmax in vectors, and P V with four
-// heads' output vectors in registers while V streams by. Splits are merged by their log-sum-exp. Registered above the reference kernel of
-// paged_attention.cpp.
+// is memory-bound: each cached K/V row must be read once, straight from the cache, and used for
+// every query head that shares its kv head, with as little work per byte as possible. Tasks are
+// (sequence, split of the keys), split so that every thread has several tasks even for one
+// sequence; each walks its keys in tiles of kTile. Per tile, slot by slot (memory in order: a
+// slot's heads are adjacent in the cache), every kv head's scores come out sixteen at a time (R
+// query heads x 16 / R keys, the sums in registers, reduced together) while the next tile's K
+// and V rows are prefetched; then per kv head the online softmax and P V, R heads' output vectors
+// in registers while V streams by. bf16 on CPUs with AVX512_BF16 is multiplied as stored
+// (vdpbf16ps, P rounded to bf16 as the GPU kernels round it); elsewhere K and V are widened in
+// registers in load2_f32's order. Splits are merged by their log-sum-exp. Registered above the
+// reference kernel of paged_attention.cpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/paged_attention_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <omp.h>
@@ -17,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/attention_core.hpp"
@@ -28,116 +33,215 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-constexpr int64_t kTile = 32;           // keys scored at a time (a multiple of 4)
+constexpr int64_t kTile = 32;           // keys per tile (a multiple of 16)
 constexpr int64_t kMinSplitKeys = 512;  // keys per split at least
 constexpr float kLog2e = 1.44269504088896341f;
 
-// What one split leaves for the merge, views into one buffer: per query head of the group, the
-// running max (base 2), sum and unnormalised output row.
+// What one split leaves for the merge, views into one buffer: per query row of the group, the
+// running max (base 2), sum and unnormalised output row (vector chunks in load2_f32's order).
 struct Partial {
   float *m, *l, *acc;
-  static int64_t floats(int64_t group, int64_t Dv) { return group * (2 + Dv); }
-  static Partial at(float* base, int64_t group) { return {base, base + group, base + 2 * group}; }
+  static int64_t floats(int64_t rows, int64_t Dv) { return rows * (2 + Dv); }
+  static Partial at(float* base, int64_t rows) { return {base, base + rows, base + 2 * rows}; }
 };
 
 // Buffers that keep their memory from call to call: allocations of this size would be mapped and
 // zeroed by the kernel on every call.
-std::vector<float>& scratch(int which) {
-  thread_local std::vector<float> buffers[5];
+template <class T>
+std::vector<T>& scratch(int which) {
+  thread_local std::vector<T> buffers[3];
   return buffers[which];
 }
 
-// Scores of kTile keys (rows k[0..kTile) of E, past the last key zero rows) against the query
-// rows qf[0..rows4) (f32, pre-scaled, a multiple of 4 rows, padded with zeros):
-// s[g * kTile + j]. Four query rows against four keys at a time, sixteen sums in registers, one
-// horizontal sum per score.
+// Query elements as the dot products read them: bf16 as stored for vdpbf16ps, else f32.
 template <class E>
-void score_tile(const float* qf, int64_t rows4, const typename E::Storage* const* k, int64_t D, float* s) {
+using QueryElement = std::conditional_t<kBf16Dot<E>, typename E::Storage, float>;
+
+template <class E>
+HWY_INLINE float query_value(QueryElement<E> x) {
+  if constexpr (kBf16Dot<E>) {
+    return E::load(x);
+  } else {
+    return x;
+  }
+}
+
+// One query row of E into dst: as stored (kBf16Dot), else f32 with whole chunks of 2 * lanes in
+// load2_f32's order (the order the K rows are widened in) and the rest in place.
+template <class E>
+void prepare_query(const typename E::Storage* q, int64_t D, QueryElement<E>* dst) {
+  if constexpr (kBf16Dot<E>) {
+    std::copy(q, q + D, dst);
+  } else {
+    const DF df;
+    const int64_t lanes = int64_t(hn::Lanes(df));
+    int64_t d = 0;
+    for (; d + 2 * lanes <= D; d += 2 * lanes) {
+      VF a, b;
+      load2_f32<E>(q + d, a, b);
+      hn::StoreU(a, df, dst + d), hn::StoreU(b, df, dst + d + lanes);
+    }
+    for (; d < D; ++d) dst[d] = E::load(q[d]);
+  }
+}
+
+// Sixteen dot products: R query rows (q, D apart) x 16 / R keys (k): sums[r * 16 / R + j]. The
+// sixteen sums stay in registers over whole chunks of the rows and are reduced together.
+template <class E, int R>
+HWY_INLINE void score_block(const QueryElement<E>* q, const typename E::Storage* const* k, int64_t D, float* sums) {
+  constexpr int K = 16 / R;
   const DF df;
-  const int64_t lanes = int64_t(hn::Lanes(df));
-  for (int64_t g0 = 0; g0 < rows4; g0 += 4) {
-    for (int64_t j0 = 0; j0 < kTile; j0 += 4) {
-      VF acc[4][4];
-      for (auto& row : acc)
-        for (auto& a : row) a = hn::Zero(df);
-      int64_t d = 0;
-      for (; d + lanes <= D; d += lanes) {
-        VF kv[4];
-        for (int kk = 0; kk < 4; ++kk) kv[kk] = load_f32<E>(k[j0 + kk] + d);
-        for (int gg = 0; gg < 4; ++gg) {
-          const VF qv = hn::LoadU(df, qf + (g0 + gg) * D + d);
-          for (int kk = 0; kk < 4; ++kk) acc[gg][kk] = hn::MulAdd(qv, kv[kk], acc[gg][kk]);
-        }
+  const int64_t lanes = int64_t(hn::Lanes(df)), full = D / (2 * lanes) * (2 * lanes);
+  VF acc[16];
+  for (VF& a : acc) a = hn::Zero(df);
+  for (int64_t d = 0; d < full; d += 2 * lanes) {
+    if constexpr (kBf16Dot<E>) {
+      const hn::ScalableTag<uint16_t> du16;
+      hn::Vec<decltype(du16)> kv[K];
+      for (int j = 0; j < K; ++j) kv[j] = hn::LoadU(du16, k[j] + d);
+      for (int r = 0; r < R; ++r) {
+        const auto qv = hn::LoadU(du16, q + r * D + d);
+        for (int j = 0; j < K; ++j) dot_bf16(acc[r * K + j], qv, kv[j]);
       }
-      for (int gg = 0; gg < 4; ++gg) {
-        for (int kk = 0; kk < 4; ++kk) {
-          float sum = hn::GetLane(hn::SumOfLanes(df, acc[gg][kk]));
-          for (int64_t dd = d; dd < D; ++dd) sum += qf[(g0 + gg) * D + dd] * E::load(k[j0 + kk][dd]);
-          s[(g0 + gg) * kTile + j0 + kk] = sum;
+    } else {
+      for (int j = 0; j < K; ++j) {
+        VF ka, kb;
+        load2_f32<E>(k[j] + d, ka, kb);
+        for (int r = 0; r < R; ++r) {
+          acc[r * K + j] = hn::MulAdd(hn::LoadU(df, q + r * D + d), ka, acc[r * K + j]);
+          acc[r * K + j] = hn::MulAdd(hn::LoadU(df, q + r * D + d + lanes), kb, acc[r * K + j]);
         }
       }
     }
   }
+  sum_lanes_of_16(acc, sums);
+  for (int64_t d = full; d < D; ++d) {
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < K; ++j) sums[r * K + j] += query_value<E>(q[r * D + d]) * E::load(k[j][d]);
+    }
+  }
 }
 
-// acc[g * Dv + d] += sum over j < keys of p[g * kTile + j] * v[j][d], for the rows4 query rows:
-// a vector of V loaded once per key and used for four rows whose sums stay in registers.
-template <class E>
-void accumulate_tile(float* acc, int64_t rows4, const float* p, const typename E::Storage* const* v, int64_t keys,
-                     int64_t Dv) {
+// acc[r * Dv + d] += sum over j < keys of p[r * kTile + j] * v[j][d] for R rows: the rows' vectors
+// of one chunk of 2 * lanes in registers while the keys' V rows stream by. bf16 with vdpbf16ps:
+// two keys per instruction, their V rows interleaved within 128-bit blocks and P rounded to bf16
+// (as the GPU kernels round it for their matrix units), the chunk's accumulators then in the order
+// of store_pv_chunk; elsewhere V widened in load2_f32's order. The rest of Dv in place.
+template <class E, int R>
+void accumulate_tile(float* acc, const float* p, const typename E::Storage* const* v, int64_t keys, int64_t Dv) {
   const DF df;
-  const int64_t lanes = int64_t(hn::Lanes(df));
-  int64_t d = 0;
-  for (; d + lanes <= Dv; d += lanes) {
-    for (int64_t g0 = 0; g0 < rows4; g0 += 4) {
-      VF a[4];
-      for (int gg = 0; gg < 4; ++gg) a[gg] = hn::LoadU(df, acc + (g0 + gg) * Dv + d);
+  const int64_t lanes = int64_t(hn::Lanes(df)), full = Dv / (2 * lanes) * (2 * lanes);
+  [[maybe_unused]] uint32_t pairs[R][kTile / 2];  // bf16(p[j]) | bf16(p[j + 1]) << 16, zeros past keys
+  if constexpr (kBf16Dot<E>) {
+    for (int r = 0; r < R; ++r) {
+      for (int64_t j = 0; j < kTile; j += lanes) {
+        const VF pv = hn::IfThenElseZero(hn::FirstN(df, size_t(std::max<int64_t>(0, keys - j))), hn::LoadU(df, p + r * kTile + j));
+        store_f32<E>(pv, reinterpret_cast<uint16_t*>(pairs[r]) + j);
+      }
+    }
+  }
+  for (int64_t d = 0; d < full; d += 2 * lanes) {
+    VF a[R], b[R];
+    for (int r = 0; r < R; ++r) a[r] = hn::LoadU(df, acc + r * Dv + d), b[r] = hn::LoadU(df, acc + r * Dv + d + lanes);
+    if constexpr (kBf16Dot<E>) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL  // kBf16Dot holds only there
+      const hn::ScalableTag<uint16_t> du16;
+      const hn::ScalableTag<uint32_t> du32;
+      for (int64_t j = 0; j < keys; j += 2) {
+        const auto v0 = hn::LoadU(du16, v[j] + d);
+        const auto v1 = j + 1 < keys ? hn::LoadU(du16, v[j + 1] + d) : hn::Zero(du16);
+        const auto lower = hn::InterleaveLower(du16, v0, v1), upper = hn::InterleaveUpper(du16, v0, v1);
+        for (int r = 0; r < R; ++r) {
+          const auto pr = hn::BitCast(du16, hn::Set(du32, pairs[r][j / 2]));
+          dot_bf16(a[r], pr, lower), dot_bf16(b[r], pr, upper);
+        }
+      }
+#endif
+    } else {
       for (int64_t j = 0; j < keys; ++j) {
-        const VF vv = load_f32<E>(v[j] + d);
-        for (int gg = 0; gg < 4; ++gg) a[gg] = hn::MulAdd(hn::Set(df, p[(g0 + gg) * kTile + j]), vv, a[gg]);
+        VF va, vb;
+        load2_f32<E>(v[j] + d, va, vb);
+        for (int r = 0; r < R; ++r) {
+          const VF pr = hn::Set(df, p[r * kTile + j]);
+          a[r] = hn::MulAdd(pr, va, a[r]), b[r] = hn::MulAdd(pr, vb, b[r]);
+        }
       }
-      for (int gg = 0; gg < 4; ++gg) hn::StoreU(a[gg], df, acc + (g0 + gg) * Dv + d);
     }
+    for (int r = 0; r < R; ++r) hn::StoreU(a[r], df, acc + r * Dv + d), hn::StoreU(b[r], df, acc + r * Dv + d + lanes);
   }
-  for (; d < Dv; ++d) {
-    for (int64_t g = 0; g < rows4; ++g) {
-      for (int64_t j = 0; j < keys; ++j) acc[g * Dv + d] += p[g * kTile + j] * E::load(v[j][d]);
+  for (int64_t d = full; d < Dv; ++d) {
+    for (int r = 0; r < R; ++r) {
+      for (int64_t j = 0; j < keys; ++j) acc[r * Dv + d] += p[r * kTile + j] * E::load(v[j][d]);
     }
   }
 }
 
-// Scores s[0..keys) (base 2) -> p = 2^(s - m_new); updates the running max and sum and rescales
-// the accumulator row when the max moved. softcap: s is cap·tanh(s / cap) in natural units first.
-void softmax_tile(float* s, int64_t keys, float softcap, float* m, float* l, float* acc, int64_t Dv) {
-  const DF df;
-  const int64_t lanes = int64_t(hn::Lanes(df));
-  if (softcap > 0.0f) {
-    for (int64_t j = 0; j < keys; ++j) s[j] = softcap * std::tanh(s[j] / softcap) * kLog2e;
+// Writes one chunk of an output row from the two vectors accumulate_tile left it in. vdpbf16ps
+// order: a holds dimensions 0-3, 8-11, 16-19, 24-27 (a 128-bit block each), b the four after each.
+template <class E>
+HWY_INLINE void store_pv_chunk(VF a, VF b, typename E::Storage* out) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (kBf16Dot<E>) {
+    constexpr int kBlocks0213 = 0xD8;
+    const VF first{_mm512_shuffle_f32x4(_mm512_shuffle_f32x4(a.raw, b.raw, 0x44), _mm512_shuffle_f32x4(a.raw, b.raw, 0x44), kBlocks0213)};
+    const VF second{_mm512_shuffle_f32x4(_mm512_shuffle_f32x4(a.raw, b.raw, 0xEE), _mm512_shuffle_f32x4(a.raw, b.raw, 0xEE), kBlocks0213)};
+    store_f32<E>(first, out), store_f32<E>(second, out + hn::Lanes(DF()));
+    return;
   }
-  float tile_max = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < keys; ++j) tile_max = std::max(tile_max, s[j]);
+#endif
+  store2_f32<E>(a, b, out);
+}
+
+// Dot products s[0..keys) -> p = 2^(s' - m_new), s' the scaled score in base 2 (softcap:
+// cap·tanh(s·scale / cap) first); updates the running max and sum and rescales the accumulator
+// row when the max moved.
+void softmax_tile(float* s, int64_t keys, const MaskParams& mask, float* m, float* l, float* acc, int64_t Dv) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df)), full = keys / lanes * lanes;
+  if (mask.softcap > 0.0f) {
+    for (int64_t j = 0; j < keys; ++j) s[j] = mask.softcap * std::tanh(s[j] * mask.scale / mask.softcap) * kLog2e;
+  } else {
+    const auto scale = hn::Set(df, mask.scale * kLog2e);
+    for (int64_t j = 0; j < full; j += lanes) hn::StoreU(hn::Mul(hn::LoadU(df, s + j), scale), df, s + j);
+    for (int64_t j = full; j < keys; ++j) s[j] *= mask.scale * kLog2e;
+  }
+  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < full; j += lanes) vmax = hn::Max(vmax, hn::LoadU(df, s + j));
+  float tile_max = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  for (int64_t j = full; j < keys; ++j) tile_max = std::max(tile_max, s[j]);
   const float m_new = std::max(*m, tile_max);
-  const float correction = std::exp2(*m - m_new);
   const auto mv = hn::Set(df, m_new), floor = hn::Set(df, -126.0f);
   auto vsum = hn::Zero(df);
-  int64_t j = 0;
-  for (; j + lanes <= keys; j += lanes) {
+  for (int64_t j = 0; j < full; j += lanes) {
     const auto p = exp2_on_range<6>(hn::Max(hn::Sub(hn::LoadU(df, s + j), mv), floor));
     hn::StoreU(p, df, s + j);
     vsum = hn::Add(vsum, p);
   }
   float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
-  for (; j < keys; ++j) sum += (s[j] = std::exp2(s[j] - m_new));
-  *l = *l * correction + sum;
-  *m = m_new;
-  if (correction != 1.0f) {
-    for (int64_t d = 0; d < Dv; ++d) acc[d] *= correction;
+  for (int64_t j = full; j < keys; ++j) sum += (s[j] = std::exp2(s[j] - m_new));
+  if (m_new != *m) {  // the max moved: rescale what was summed under the old one
+    const float correction = std::exp2(*m - m_new);
+    const auto cv = hn::Set(df, correction);
+    int64_t d = 0;
+    for (; d + lanes <= Dv; d += lanes) hn::StoreU(hn::Mul(hn::LoadU(df, acc + d), cv), df, acc + d);
+    for (; d < Dv; ++d) acc[d] *= correction;
+    *l *= correction;
+    *m = m_new;
   }
+  *l += sum;
 }
 
-template <class E>
+// Brings a row of `bytes` toward the core ahead of its use.
+HWY_INLINE void prefetch_row(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t off = 0; off < bytes; off += 64) hwy::Prefetch(c + off);
+}
+
+template <class E, int R>
 void paged_decode_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
+  using Q = QueryElement<E>;
+  constexpr int64_t K = 16 / R;  // keys per score block
   const TensorRef<const S> q(c->t[XHAL_SLOT_Q]), kc(c->t[XHAL_SLOT_K]), vc(c->t[XHAL_SLOT_V]);
   const TensorRef<S> out(c->t[XHAL_SLOT_OUT]);
   const TensorRef<const int32_t> table(c->t[XHAL_SLOT_BLOCK_TABLE]), lens(c->t[XHAL_SLOT_SEQ_LENS]);
@@ -148,26 +252,28 @@ void paged_decode_typed(const xhal_op_call* c) {
   const int64_t max_len = table.size(1) * block_size;
   const int64_t want = (4 * omp_get_max_threads() + B - 1) / B;
   const int64_t splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, max_len / kMinSplitKeys));
-  // Query rows per kv head rounded up to a multiple of 4 (score_tile's blocks), the extra rows
-  // zeros whose results are dropped.
-  const int64_t rows4 = (group + 3) / 4 * 4;
-  const int64_t partial_floats = Partial::floats(rows4, Dv);
-  std::vector<float>& partials = scratch(0);  // the calling thread's; the workers' are their own
+  // Query rows per kv head rounded up to a multiple of R, the extra rows zeros whose results are
+  // dropped.
+  const int64_t rows = (group + R - 1) / R * R;
+  const int64_t partial_floats = Partial::floats(rows, Dv);
+  std::vector<float>& partials = scratch<float>(0);  // the calling thread's; the workers' are their own
   partials.resize(size_t(B * Hkv * splits * partial_floats));
   auto partial = [&](int64_t b, int64_t h, int64_t split) {
-    return Partial::at(&partials[size_t(((b * Hkv + h) * splits + split) * partial_floats)], rows4);
+    return Partial::at(&partials[size_t(((b * Hkv + h) * splits + split) * partial_floats)], rows);
   };
-  const float q_scale = mask.softcap > 0.0f ? mask.scale : mask.scale * kLog2e;
+  const int64_t k_row_bytes = D * int64_t(sizeof(S)), v_row_bytes = Dv * int64_t(sizeof(S));
 #pragma omp parallel
   {
-    std::vector<float>& qf = scratch(1);  // [kv head][row of rows4][dim]
-    std::vector<float>& s = scratch(2);   // [row][key of the tile]
-    qf.assign(size_t(Hkv * rows4 * D), 0.0f);
-    s.resize(size_t(rows4 * kTile));
-    std::vector<float>& kf = scratch(3);  // [kv head][key of the tile][dim]
-    std::vector<float>& vf = scratch(4);
-    kf.resize(size_t(Hkv * kTile * D)), vf.resize(size_t(Hkv * kTile * Dv));
-    std::vector<const float*> krows(static_cast<size_t>(kTile)), vrows(static_cast<size_t>(kTile));
+    std::vector<Q>& qrows = scratch<Q>(1);  // [kv head][row][dim]
+    std::vector<float>& s = scratch<float>(2);  // [kv head][row][key of the tile]
+    qrows.assign(size_t(Hkv * rows * D), Q{});
+    s.resize(size_t(Hkv * rows * kTile));
+    // The slots of this tile and the next: key j's K row of kv head h is k_slot[j] + h * stride.
+    const S* k_slot[2][kTile];
+    const S* v_slot[2][kTile];
+    const S* krows[K];
+    const S* vrows[kTile];
+    alignas(64) float sums[16];
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t split = 0; split < splits; ++split) {
@@ -177,60 +283,74 @@ void paged_decode_typed(const xhal_op_call* c) {
         const int64_t k0 = lo + split * per_split, k1 = std::min(hi, k0 + per_split);
         for (int64_t h = 0; h < Hkv; ++h) {
           const Partial part = partial(b, h, split);
-          std::fill(part.m, part.m + rows4, -std::numeric_limits<float>::infinity());
-          std::fill(part.l, part.l + rows4, 0.0f);
-          std::fill(part.acc, part.acc + rows4 * Dv, 0.0f);
+          std::fill(part.m, part.m + rows, -std::numeric_limits<float>::infinity());
+          std::fill(part.l, part.l + rows, 0.0f);
+          std::fill(part.acc, part.acc + rows * Dv, 0.0f);
         }
         if (k0 >= k1) continue;
         for (int64_t hq = 0; hq < Hq; ++hq) {
-          const S* qr = q.at(b, hq, 0);
-          float* row = &qf[size_t(((hq / group) * rows4 + hq % group) * D)];
-          for (int64_t d = 0; d < D; ++d) row[d] = E::load(qr[d]) * q_scale;
+          prepare_query<E>(q.at(b, hq, 0), D, &qrows[size_t(((hq / group) * rows + hq % group) * D)]);
         }
-        for (int64_t j0 = k0; j0 < k1; j0 += kTile) {
+        // Slots of the tile at j0 into set `which`; past the last key, the tile's first slot again
+        // (its scores are computed and dropped).
+        auto locate = [&](int64_t j0, int which) {
           const int64_t keys = std::min(kTile, k1 - j0);
-          // The tile's K and V rows of every kv head, converted to f32 slot by slot: a slot's heads
-          // are adjacent in the cache ([block, slot, kv head, dim]), so memory is read in order
-          // (head by head it would be a strided part of every slot, which the hardware prefetchers
-          // do not follow). Keys past the end are zero rows.
           for (int64_t j = 0; j < kTile; ++j) {
-            const int64_t block = j < keys ? *table.at(b, (j0 + j) / block_size) : 0;
-            const int64_t slot = (j0 + j) % block_size;
+            const int64_t key = j0 + (j < keys ? j : 0);
+            const int64_t block = *table.at(b, key / block_size), slot = key % block_size;
+            k_slot[which][j] = kc.at(block, slot, 0, 0), v_slot[which][j] = vc.at(block, slot, 0, 0);
+          }
+        };
+        locate(k0, 0);
+        for (int64_t j0 = k0, tile = 0; j0 < k1; j0 += kTile, ++tile) {
+          const int cur = int(tile % 2), next = 1 - cur;
+          const int64_t keys = std::min(kTile, k1 - j0);
+          const bool has_next = j0 + kTile < k1;
+          if (has_next) locate(j0 + kTile, next);
+          // Scores, slot by slot; meanwhile the next tile's K and V rows come in.
+          for (int64_t j = 0; j < kTile; j += K) {
             for (int64_t h = 0; h < Hkv; ++h) {
-              float* kd = &kf[size_t((h * kTile + j) * D)];
-              float* vd = &vf[size_t((h * kTile + j) * Dv)];
-              if (j < keys) {
-                convert_row<E>(kc.at(block, slot, h, 0), kd, D);
-                convert_row<E>(vc.at(block, slot, h, 0), vd, Dv);
-              } else {
-                std::fill(kd, kd + D, 0.0f), std::fill(vd, vd + Dv, 0.0f);
+              for (int64_t kk = 0; kk < K; ++kk) krows[kk] = k_slot[cur][j + kk] + h * kc.stride(2);
+              for (int64_t r0 = 0; r0 < rows; r0 += R) {
+                score_block<E, R>(&qrows[size_t((h * rows + r0) * D)], krows, D, sums);
+                for (int r = 0; r < R; ++r) {
+                  std::copy(sums + r * K, sums + (r + 1) * K, &s[size_t((h * rows + r0 + r) * kTile + j)]);
+                }
+              }
+              if (has_next) {
+                for (int64_t kk = j; kk < j + K; ++kk) {
+                  prefetch_row(k_slot[next][kk] + h * kc.stride(2), k_row_bytes);
+                  prefetch_row(v_slot[next][kk] + h * vc.stride(2), v_row_bytes);
+                }
               }
             }
           }
           for (int64_t h = 0; h < Hkv; ++h) {
-            for (int64_t j = 0; j < kTile; ++j) {
-              krows[size_t(j)] = &kf[size_t((h * kTile + j) * D)], vrows[size_t(j)] = &vf[size_t((h * kTile + j) * Dv)];
-            }
             const Partial part = partial(b, h, split);
-            score_tile<F32>(&qf[size_t(h * rows4 * D)], rows4, krows.data(), D, s.data());
+            float* sh = &s[size_t(h * rows * kTile)];
             for (int64_t g = 0; g < group; ++g) {
-              softmax_tile(&s[size_t(g * kTile)], keys, mask.softcap, part.m + g, part.l + g, part.acc + g * Dv, Dv);
+              softmax_tile(sh + g * kTile, keys, mask, part.m + g, part.l + g, part.acc + g * Dv, Dv);
             }
-            for (int64_t g = group; g < rows4; ++g) std::fill(&s[size_t(g * kTile)], &s[size_t(g * kTile + keys)], 0.0f);
-            accumulate_tile<F32>(part.acc, rows4, s.data(), vrows.data(), keys, Dv);
+            for (int64_t g = group; g < rows; ++g) std::fill(sh + g * kTile, sh + g * kTile + keys, 0.0f);
+            for (int64_t j = 0; j < keys; ++j) vrows[j] = v_slot[cur][j] + h * vc.stride(2);
+            for (int64_t r0 = 0; r0 < rows; r0 += R) {
+              accumulate_tile<E, R>(part.acc + r0 * Dv, sh + r0 * kTile, vrows, keys, Dv);
+            }
           }
         }
       }
     }
   }
   // Merge the splits of each (sequence, query head): weights 2^(m_s - M), M the largest max.
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df)), full = Dv / (2 * lanes) * (2 * lanes);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t hq = 0; hq < Hq; ++hq) {
       const int64_t h = hq / group, g = hq % group;
       float M = -std::numeric_limits<float>::infinity();
       for (int64_t sp = 0; sp < splits; ++sp) M = std::max(M, partial(b, h, sp).m[g]);
-      std::vector<float>& row = scratch(1);
+      std::vector<float>& row = scratch<float>(2);
       row.assign(size_t(Dv), 0.0f);
       float L = 0.0f;
       for (int64_t sp = 0; sp < splits; ++sp) {
@@ -242,13 +362,27 @@ void paged_decode_typed(const xhal_op_call* c) {
       }
       const float inv = L > 0.0f ? 1.0f / L : 0.0f;  // no visible key: 0
       S* o = out.at(b, hq, 0);
-      for (int64_t d = 0; d < Dv; ++d) o[d] = E::store(row[size_t(d)] * inv);
+      const auto iv = hn::Set(df, inv);
+      int64_t d = 0;
+      for (; d < full; d += 2 * lanes) {
+        store_pv_chunk<E>(hn::Mul(hn::LoadU(df, &row[size_t(d)]), iv), hn::Mul(hn::LoadU(df, &row[size_t(d + lanes)]), iv), o + d);
+      }
+      for (; d < Dv; ++d) o[d] = E::store(row[size_t(d)] * inv);
     }
   }
 }
 
+// R, the query rows per score block: the group's size up to 4 (16 / R keys per block).
+template <class E>
+void paged_decode_rows(const xhal_op_call* c) {
+  const int64_t group = c->t[XHAL_SLOT_Q]->shape[1] / c->t[XHAL_SLOT_K]->shape[2];
+  if (group >= 3) return paged_decode_typed<E, 4>(c);
+  if (group == 2) return paged_decode_typed<E, 2>(c);
+  paged_decode_typed<E, 1>(c);
+}
+
 void paged_decode(const xhal_op_call* c) {
-  with_element(c->dtype, [&]<class E>() { paged_decode_typed<E>(c); });
+  with_element(c->dtype, [&]<class E>() { paged_decode_rows<E>(c); });
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE

@@ -186,6 +186,26 @@ HWY_INLINE float sum_squares(const typename E::Storage* x, int64_t n) {
   return total;
 }
 
+// Whether bf16 dot products of E run on vdpbf16ps (dot_bf16): BF16Native on AVX-512.
+template <class E>
+inline constexpr bool kBf16Dot =
+#ifdef XHAL_CPU_AVX512
+    std::is_same_v<E, BF16Native>;
+#else
+    false;
+#endif
+
+// acc += a[2i] b[2i] + a[2i+1] b[2i+1] per f32 lane, a and b 2 * Lanes(DF()) bf16 each (products
+// exact in f32; subnormal inputs count as zero). Only where kBf16Dot<E> holds.
+template <class V16>
+HWY_INLINE void dot_bf16(VF& acc, V16 a, V16 b) {
+#ifdef XHAL_CPU_AVX512
+  asm("vdpbf16ps %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
+#else
+  (void)acc, (void)a, (void)b;
+#endif
+}
+
 // dst[0..n) = src[0..n) * scale as f32 (a row of E converted for f32 arithmetic).
 template <class E>
 HWY_INLINE void convert_row(const typename E::Storage* src, float* dst, int64_t n, float scale = 1.0f) {

@@ -113,6 +113,8 @@ TEST_P(Conformance, PagedAttention) {
                         Case{{130}, 64, 4, 4, 256, {.softcap = 8.0f}},
                         Case{{7, 1000}, 16, 32, 8, 80, {.scale = 0.2f}},
                         Case{{33, 300}, 16, 32, 1, 64, {}},  // 32 query heads per kv head
+                        Case{{50, 9}, 16, 4, 2, 96, {}},     // 2 query heads per kv head
+                        Case{{61}, 8, 6, 2, 128, {}},        // 3: padded to 4
                         Case{{}, 16, 4, 1, 64, {}}}) {
     SCOPED_TRACE(fmt::format("seq_lens [{}] block {} Hq {} Hkv {} D {}", fmt::join(c.seq_lens, ","),
                              c.block_size, c.Hq, c.Hkv, c.D));
