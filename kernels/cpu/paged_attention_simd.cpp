@@ -96,6 +96,7 @@ HWY_INLINE void score_block(const QueryElement<E>* q, const typename E::Storage*
   for (VF& a : acc) a = hn::Zero(df);
   for (int64_t d = 0; d < full; d += 2 * lanes) {
     if constexpr (kBf16Dot<E>) {
+#ifdef XHAL_CPU_AVX512  // kBf16Dot holds only there
       const hn::ScalableTag<uint16_t> du16;
       hn::Vec<decltype(du16)> kv[K];
       for (int j = 0; j < K; ++j) kv[j] = hn::LoadU(du16, k[j] + d);
@@ -103,6 +104,7 @@ HWY_INLINE void score_block(const QueryElement<E>* q, const typename E::Storage*
         const auto qv = hn::LoadU(du16, q + r * D + d);
         for (int j = 0; j < K; ++j) dot_bf16(acc[r * K + j], qv, kv[j]);
       }
+#endif
     } else {
       for (int j = 0; j < K; ++j) {
         VF ka, kb;
@@ -144,7 +146,7 @@ void accumulate_tile(float* acc, const float* p, const typename E::Storage* cons
     VF a[R], b[R];
     for (int r = 0; r < R; ++r) a[r] = hn::LoadU(df, acc + r * Dv + d), b[r] = hn::LoadU(df, acc + r * Dv + d + lanes);
     if constexpr (kBf16Dot<E>) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL  // kBf16Dot holds only there
+#ifdef XHAL_CPU_AVX512  // kBf16Dot holds only there
       const hn::ScalableTag<uint16_t> du16;
       const hn::ScalableTag<uint32_t> du32;
       for (int64_t j = 0; j < keys; j += 2) {
@@ -180,11 +182,12 @@ void accumulate_tile(float* acc, const float* p, const typename E::Storage* cons
 // order: a holds dimensions 0-3, 8-11, 16-19, 24-27 (a 128-bit block each), b the four after each.
 template <class E>
 HWY_INLINE void store_pv_chunk(VF a, VF b, typename E::Storage* out) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#ifdef XHAL_CPU_AVX512
   if constexpr (kBf16Dot<E>) {
+    // Blocks a0 a1 b0 b1 and a2 a3 b2 b3, each then reordered 0 2 1 3: dimensions 0-15 and 16-31.
+    const __m512 low = _mm512_shuffle_f32x4(a.raw, b.raw, 0x44), high = _mm512_shuffle_f32x4(a.raw, b.raw, 0xEE);
     constexpr int kBlocks0213 = 0xD8;
-    const VF first{_mm512_shuffle_f32x4(_mm512_shuffle_f32x4(a.raw, b.raw, 0x44), _mm512_shuffle_f32x4(a.raw, b.raw, 0x44), kBlocks0213)};
-    const VF second{_mm512_shuffle_f32x4(_mm512_shuffle_f32x4(a.raw, b.raw, 0xEE), _mm512_shuffle_f32x4(a.raw, b.raw, 0xEE), kBlocks0213)};
+    const VF first{_mm512_shuffle_f32x4(low, low, kBlocks0213)}, second{_mm512_shuffle_f32x4(high, high, kBlocks0213)};
     store_f32<E>(first, out), store_f32<E>(second, out + hn::Lanes(DF()));
     return;
   }

@@ -27,10 +27,12 @@ HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// XHAL_CPU_AVX512: this per-target compilation is AVX-512's (set anew for each target's pass, and
+// in force for the rest of the including file's pass). BF16Native's instructions are written
+// through the assembler there (Highway 1.0.3 has no bf16 target to compile them for); only
+// BF16Native, chosen when the CPU has AVX512_BF16, runs them.
+#undef XHAL_CPU_AVX512
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-// This per-target compilation is AVX-512's. BF16Native's instructions are written through the
-// assembler there (Highway 1.0.3 has no bf16 target to compile them for); only BF16Native, chosen
-// when the CPU has AVX512_BF16, runs them.
 #define XHAL_CPU_AVX512 1
 #endif
 
@@ -195,16 +197,14 @@ inline constexpr bool kBf16Dot =
     false;
 #endif
 
+#ifdef XHAL_CPU_AVX512
 // acc += a[2i] b[2i] + a[2i+1] b[2i+1] per f32 lane, a and b 2 * Lanes(DF()) bf16 each (products
 // exact in f32; subnormal inputs count as zero). Only where kBf16Dot<E> holds.
 template <class V16>
 HWY_INLINE void dot_bf16(VF& acc, V16 a, V16 b) {
-#ifdef XHAL_CPU_AVX512
   asm("vdpbf16ps %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
-#else
-  (void)acc, (void)a, (void)b;
-#endif
 }
+#endif
 
 // dst[0..n) = src[0..n) * scale as f32 (a row of E converted for f32 arithmetic).
 template <class E>
@@ -259,5 +259,4 @@ HWY_INLINE bool should_stream(const DLTensor* out) {
 }  // namespace xhal::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
-#undef XHAL_CPU_AVX512
 #endif

@@ -31,7 +31,7 @@ HWY_INLINE VF exp2_on_range(VF x) {
   for (int k = 1; k <= kDegree; ++k) coefficient[k] = coefficient[k - 1] * kLn2 / float(k);
   auto p = hn::Set(df, coefficient[kDegree]);
   for (int k = kDegree - 1; k >= 0; --k) p = hn::MulAdd(p, f, hn::Set(df, coefficient[k]));
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#ifdef XHAL_CPU_AVX512
   return VF{_mm512_scalef_ps(p.raw, n.raw)};
 #else
   const hn::RebindToSigned<DF> di;
@@ -58,7 +58,7 @@ HWY_INLINE VF silu(VF g) {
 // time, transposing as it goes (45 instructions for the 16 sums, against about 8 for each one
 // alone); its output lane 4a + b is its input 4b + a.
 HWY_INLINE void sum_lanes_of_16(const VF* v, float* out) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#ifdef XHAL_CPU_AVX512
   __m512 x[16];
   for (int i = 0; i < 16; ++i) x[4 * (i % 4) + i / 4] = v[i].raw;
   for (int i = 0; i < 8; ++i) {  // 256-bit halves
