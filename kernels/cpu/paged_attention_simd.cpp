@@ -3,8 +3,8 @@
 // every query head that shares its kv head, with as little work per byte as possible. Tasks are
 // (sequence, split of the keys), split so that every thread has several tasks even for one
 // sequence; each walks its keys in tiles of kTile. Per tile, slot by slot (memory in order: a
-// slot's heads are adjacent in the cache), every kv head's scores come out sixteen at a time (R
-// query heads x 16 / R keys, the sums in registers, reduced together) while the next tile's K
+// slot's heads are adjacent in the cache), every kv head's scores come out kSumBlock at a time (R
+// query heads x kSumBlock / R keys, the sums in registers, reduced together) while the next tile's K
 // and V rows are prefetched; then per kv head the online softmax and P V, R heads' output vectors
 // in registers while V streams by. bf16 on CPUs with AVX512_BF16 is multiplied as stored
 // (vdpbf16ps, P rounded to bf16 as the GPU kernels round it); elsewhere K and V are widened in
@@ -85,14 +85,14 @@ void prepare_query(const typename E::Storage* q, int64_t D, QueryElement<E>* dst
   }
 }
 
-// Sixteen dot products: R query rows (q, D apart) x 16 / R keys (k): sums[r * 16 / R + j]. The
-// sixteen sums stay in registers over whole chunks of the rows and are reduced together.
+// kSumBlock dot products: R query rows (q, D apart) x kSumBlock / R keys (k): sums[r * K + j]. The
+// sums stay in registers over whole chunks of the rows and are reduced together.
 template <class E, int R>
 HWY_INLINE void score_block(const QueryElement<E>* q, const typename E::Storage* const* k, int64_t D, float* sums) {
-  constexpr int K = 16 / R;
+  constexpr int K = kSumBlock / R;
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df)), full = D / (2 * lanes) * (2 * lanes);
-  VF acc[16];
+  VF acc[kSumBlock];
   for (VF& a : acc) a = hn::Zero(df);
   for (int64_t d = 0; d < full; d += 2 * lanes) {
     if constexpr (kBf16Dot<E>) {
@@ -116,7 +116,7 @@ HWY_INLINE void score_block(const QueryElement<E>* q, const typename E::Storage*
       }
     }
   }
-  sum_lanes_of_16(acc, sums);
+  sum_lanes_of_block(acc, sums);
   for (int64_t d = full; d < D; ++d) {
     for (int r = 0; r < R; ++r) {
       for (int j = 0; j < K; ++j) sums[r * K + j] += query_value<E>(q[r * D + d]) * E::load(k[j][d]);
@@ -244,7 +244,7 @@ template <class E, int R>
 void paged_decode_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
   using Q = QueryElement<E>;
-  constexpr int64_t K = 16 / R;  // keys per score block
+  constexpr int64_t K = kSumBlock / R;  // keys per score block
   const TensorRef<const S> q(c->t[XHAL_SLOT_Q]), kc(c->t[XHAL_SLOT_K]), vc(c->t[XHAL_SLOT_V]);
   const TensorRef<S> out(c->t[XHAL_SLOT_OUT]);
   const TensorRef<const int32_t> table(c->t[XHAL_SLOT_BLOCK_TABLE]), lens(c->t[XHAL_SLOT_SEQ_LENS]);
@@ -276,7 +276,7 @@ void paged_decode_typed(const xhal_op_call* c) {
     const S* v_slot[2][kTile];
     const S* krows[K];
     const S* vrows[kTile];
-    alignas(64) float sums[16];
+    alignas(64) float sums[kSumBlock];
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t split = 0; split < splits; ++split) {

@@ -30,14 +30,21 @@ void norm_row(const typename E::Storage* x, typename E::Storage* residual, const
   if (residual == nullptr) {
     total = sum_squares<E>(x, n);
   } else {
-    auto sum = hn::Zero(df);
+    auto sum0 = hn::Zero(df), sum1 = hn::Zero(df);
     int64_t i = 0;
+    for (; i + 2 * lanes <= n; i += 2 * lanes) {
+      VF x0, x1, r0, r1;
+      load2_f32<E>(x + i, x0, x1), load2_f32<E>(residual + i, r0, r1);
+      store2_f32<E>(hn::Add(x0, r0), hn::Add(x1, r1), residual + i);
+      load2_f32<E>(residual + i, r0, r1);  // the norm uses the stored value, as the next layer will
+      sum0 = hn::MulAdd(r0, r0, sum0), sum1 = hn::MulAdd(r1, r1, sum1);
+    }
     for (; i + lanes <= n; i += lanes) {
       store_f32<E>(hn::Add(load_f32<E>(x + i), load_f32<E>(residual + i)), residual + i);
-      const auto v = load_f32<E>(residual + i);  // the norm uses the stored value, as the next layer will
-      sum = hn::MulAdd(v, v, sum);
+      const auto v = load_f32<E>(residual + i);
+      sum0 = hn::MulAdd(v, v, sum0);
     }
-    total = hn::GetLane(hn::SumOfLanes(df, sum));
+    total = hn::GetLane(hn::SumOfLanes(df, hn::Add(sum0, sum1)));
     for (; i < n; ++i) {
       residual[i] = E::store(E::load(x[i]) + E::load(residual[i]));
       total += E::load(residual[i]) * E::load(residual[i]);

@@ -109,13 +109,14 @@ HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
 
 // Pairs of vectors for elementwise ops: load2_f32 reads 2 * Lanes(DF()) elements of E into two
 // f32 vectors in an order of its choosing and store2_f32 writes two vectors back in the same
-// order, so an op that treats every lane alike can use them without knowing the order. bf16 on
-// AVX-512: the even elements in one vector and the odd ones in the other (one shift or mask per
-// vector instead of a widening shuffle and a shift), written back by one vcvtne2ps2bf16 where the
-// CPU has it and one shuffle into a full-cache-line store. Elsewhere: two store_f32/load_f32.
+// order, so an op that treats every lane alike can use them without knowing the order. bf16: the
+// even elements in one vector and the odd ones in the other (one shift or mask per vector instead
+// of a widening shuffle and a shift; no narrowing shuffle on the way back: the rounded halves land
+// in place), written back by one vcvtne2ps2bf16 and one shuffle where the CPU has AVX512_BF16.
+// Elsewhere (and on the scalar target, whose vectors hold one lane): two load_f32/store_f32.
 template <class E>
 HWY_INLINE void load2_f32(const typename E::Storage* p, VF& a, VF& b) {
-#ifdef XHAL_CPU_AVX512
+#if HWY_TARGET != HWY_SCALAR
   if constexpr (E::kDType == XHAL_DTYPE_BF16) {
     const DF df;
     const hn::RebindToUnsigned<DF> du32;
@@ -131,10 +132,11 @@ HWY_INLINE void load2_f32(const typename E::Storage* p, VF& a, VF& b) {
 
 template <class E, bool kStream = false>
 HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
-#ifdef XHAL_CPU_AVX512
+#if HWY_TARGET != HWY_SCALAR
   if constexpr (E::kDType == XHAL_DTYPE_BF16) {
-    const hn::ScalableTag<uint16_t> du16;
+    const hn::Repartition<uint16_t, DF> du16;
     hn::Vec<decltype(du16)> packed;
+#ifdef XHAL_CPU_AVX512
     if constexpr (std::is_same_v<E, BF16Native>) {
       // bf16(a) in the low half, bf16(b) in the high one; element 2k is a's k-th, 2k+1 b's.
       hn::Vec<decltype(du16)> halves;
@@ -142,11 +144,14 @@ HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
       const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
                                                   23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
       packed.raw = _mm512_permutexvar_epi16(interleave, halves.raw);  // Highway 1.0.3: no 16-bit table lookup
-    } else {  // the rounded halves land in place: a's in the low 16 bits of each lane, b's in the high
-      const hn::RebindToUnsigned<DF> du32;
-      packed = hn::BitCast(du16, hn::Or(hn::And(bf16_in_high_half(b), hn::Set(du32, 0xFFFF0000u)),
-                                        hn::ShiftRight<16>(bf16_in_high_half(a))));
+      put<kStream>(packed, du16, p);
+      return;
     }
+#endif
+    // a's rounded halves in the low 16 bits of each lane, b's in the high ones.
+    const hn::RebindToUnsigned<DF> du32;
+    packed = hn::BitCast(du16, hn::Or(hn::And(bf16_in_high_half(b), hn::Set(du32, 0xFFFF0000u)),
+                                      hn::ShiftRight<16>(bf16_in_high_half(a))));
     put<kStream>(packed, du16, p);
     return;
   }
@@ -175,7 +180,8 @@ HWY_INLINE float sum_squares(const typename E::Storage* x, int64_t n) {
   }
 #endif
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const auto a = load_f32<E>(x + i), b = load_f32<E>(x + i + lanes);
+    VF a, b;
+    load2_f32<E>(x + i, a, b);
     sum0 = hn::MulAdd(a, a, sum0);
     sum1 = hn::MulAdd(b, b, sum1);
   }

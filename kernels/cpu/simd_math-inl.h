@@ -19,11 +19,20 @@ HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
 // 2^x for x in [-126, 127] (callers clamp): the polynomial in f = x - n directly (coefficients
-// ln2^k / k!), times 2^n: one vscalefps on AVX-512, else n + 127 written into the exponent bits.
+// ln2^k / k!), times 2^n. AVX-512: n = round(x), then one vscalefps. Elsewhere: x + 1.5 * 2^23
+// rounds x to the nearest integer n in the sum's low mantissa bits (two instructions where
+// Round and a checked float-to-int conversion take six), and (n + 127) << 23 is 2^n's bits (the
+// sum's exponent bits are shifted out).
 template <int kDegree>
 HWY_INLINE VF exp2_on_range(VF x) {
   const DF df;
+#ifdef XHAL_CPU_AVX512
   const auto n = hn::Round(x);
+#else
+  const auto magic = hn::Set(df, 12582912.0f);  // 1.5 * 2^23
+  const auto shifted = hn::Add(x, magic);
+  const auto n = hn::Sub(shifted, magic);
+#endif
   const auto f = hn::Sub(x, n);
   constexpr float kLn2 = 0.693147180559945309f;
   float coefficient[kDegree + 1];
@@ -35,7 +44,7 @@ HWY_INLINE VF exp2_on_range(VF x) {
   return VF{_mm512_scalef_ps(p.raw, n.raw)};
 #else
   const hn::RebindToSigned<DF> di;
-  const auto two_to_n = hn::BitCast(df, hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127))));
+  const auto two_to_n = hn::BitCast(df, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, shifted), hn::Set(di, 127))));
   return hn::Mul(p, two_to_n);
 #endif
 }
@@ -54,10 +63,19 @@ HWY_INLINE VF silu(VF g) {
   return hn::Mul(g, r);
 }
 
-// out[i] = the sum of v[i]'s lanes, i < 16. AVX-512: a tree that adds halves of two vectors at a
-// time, transposing as it goes (45 instructions for the 16 sums, against about 8 for each one
-// alone); its output lane 4a + b is its input 4b + a.
-HWY_INLINE void sum_lanes_of_16(const VF* v, float* out) {
+// How many dot products are summed in registers and reduced together: 16 on AVX-512 (32
+// registers), 8 elsewhere (16).
+#ifdef XHAL_CPU_AVX512
+inline constexpr int kSumBlock = 16;
+#else
+inline constexpr int kSumBlock = 8;
+#endif
+
+// out[i] = the sum of v[i]'s lanes, i < kSumBlock. AVX-512: a tree that adds halves of two vectors
+// at a time, transposing as it goes (45 instructions for the 16 sums, against about 8 for each one
+// alone); its output lane 4a + b is its input 4b + a. AVX2: horizontal adds of pairs, then the
+// two 128-bit halves (9 instructions for 8 sums).
+HWY_INLINE void sum_lanes_of_block(const VF* v, float* out) {
 #ifdef XHAL_CPU_AVX512
   __m512 x[16];
   for (int i = 0; i < 16; ++i) x[4 * (i % 4) + i / 4] = v[i].raw;
@@ -73,8 +91,14 @@ HWY_INLINE void sum_lanes_of_16(const VF* v, float* out) {
     x[i] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * i], x[2 * i + 1], 0x44), _mm512_shuffle_ps(x[2 * i], x[2 * i + 1], 0xEE));
   }
   _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(x[0], x[1], 0x88), _mm512_shuffle_ps(x[0], x[1], 0xDD)));
+#elif HWY_TARGET == HWY_AVX2
+  // Within each 128-bit half: pairs of lanes, then quads; lane i of a half then holds half-sum i.
+  const __m256 h0 = _mm256_hadd_ps(v[0].raw, v[1].raw), h1 = _mm256_hadd_ps(v[2].raw, v[3].raw);
+  const __m256 h2 = _mm256_hadd_ps(v[4].raw, v[5].raw), h3 = _mm256_hadd_ps(v[6].raw, v[7].raw);
+  const __m256 g0 = _mm256_hadd_ps(h0, h1), g1 = _mm256_hadd_ps(h2, h3);
+  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permute2f128_ps(g0, g1, 0x20), _mm256_permute2f128_ps(g0, g1, 0x31)));
 #else
-  for (int i = 0; i < 16; ++i) out[i] = hn::GetLane(hn::SumOfLanes(DF(), v[i]));
+  for (int i = 0; i < kSumBlock; ++i) out[i] = hn::GetLane(hn::SumOfLanes(DF(), v[i]));
 #endif
 }
 
