@@ -33,7 +33,8 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-constexpr int64_t kTile = 32;           // keys per tile (a multiple of 16)
+constexpr int64_t kTile = 32;           // keys per tile
+static_assert(kTile % kSumBlock == 0, "a tile's keys are scored in whole blocks");
 constexpr int64_t kMinSplitKeys = 512;  // keys per split at least
 constexpr float kLog2e = 1.44269504088896341f;
 
@@ -375,7 +376,7 @@ void paged_decode_typed(const xhal_op_call* c) {
   }
 }
 
-// R, the query rows per score block: the group's size up to 4 (16 / R keys per block).
+// R, the query rows per score block: the group's size up to 4 (kSumBlock / R keys per block).
 template <class E>
 void paged_decode_rows(const xhal_op_call* c) {
   const int64_t group = c->t[XHAL_SLOT_Q]->shape[1] / c->t[XHAL_SLOT_K]->shape[2];

@@ -135,7 +135,6 @@ HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (E::kDType == XHAL_DTYPE_BF16) {
     const hn::Repartition<uint16_t, DF> du16;
-    hn::Vec<decltype(du16)> packed;
 #ifdef XHAL_CPU_AVX512
     if constexpr (std::is_same_v<E, BF16Native>) {
       // bf16(a) in the low half, bf16(b) in the high one; element 2k is a's k-th, 2k+1 b's.
@@ -143,15 +142,15 @@ HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
       asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves.raw) : "v"(b.raw), "v"(a.raw));
       const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
                                                   23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-      packed.raw = _mm512_permutexvar_epi16(interleave, halves.raw);  // Highway 1.0.3: no 16-bit table lookup
+      const hn::Vec<decltype(du16)> packed{_mm512_permutexvar_epi16(interleave, halves.raw)};  // Highway 1.0.3: no 16-bit table lookup
       put<kStream>(packed, du16, p);
       return;
     }
 #endif
     // a's rounded halves in the low 16 bits of each lane, b's in the high ones.
     const hn::RebindToUnsigned<DF> du32;
-    packed = hn::BitCast(du16, hn::Or(hn::And(bf16_in_high_half(b), hn::Set(du32, 0xFFFF0000u)),
-                                      hn::ShiftRight<16>(bf16_in_high_half(a))));
+    const auto packed = hn::BitCast(du16, hn::Or(hn::And(bf16_in_high_half(b), hn::Set(du32, 0xFFFF0000u)),
+                                                 hn::ShiftRight<16>(bf16_in_high_half(a))));
     put<kStream>(packed, du16, p);
     return;
   }
