@@ -5,6 +5,7 @@
 #include "xhal/device_manager.hpp"
 #include "xhal/dtype.hpp"
 #include "xhal/error.hpp"
+#include "xhal/check.hpp"
 #include "xhal/half.hpp"
 #include "xhal/ops.hpp"
 #include "xhal/registry.hpp"

@@ -39,6 +39,12 @@ constexpr std::array kTable{
     VarInfo{Var::store, "XHAL_STORE", "",
             "file:<path>: how rank 0's bootstrap id reaches the other ranks of an NCCL/RCCL "
             "communicator outside mpirun (a path all ranks see, fresh for each job)"},
+    VarInfo{Var::check, "XHAL_CHECK", "off",
+            "cpu: every op also runs on the CPU reference kernel and its outputs are compared "
+            "(the shadow check; slow, for finding a diverging op); off"},
+    VarInfo{Var::check_action, "XHAL_CHECK_ACTION", "log",
+            "what a divergence found by XHAL_CHECK does: log (a warning) or throw (xhal::Error, "
+            "code internal)"},
 };
 
 }  // namespace

@@ -21,6 +21,8 @@ enum class Var {
   rank,
   world_size,
   store,
+  check,
+  check_action,
 };
 
 struct VarInfo {

@@ -178,7 +178,7 @@ registry::Explanation Registry::explain_choice(DeviceType backend, const xhal_op
   return ex;
 }
 
-void Registry::dispatch(DeviceType backend, const xhal_op_call& call) {
+void Registry::dispatch(DeviceType backend, const xhal_op_call& call, Ran* ran) {
   // The common path picks a kernel without building an explanation (no strings, no allocation);
   // the explanation is built only for explain() or for the error when nothing supports the call.
   const xhal_kernel_desc* kernel = nullptr;
@@ -197,11 +197,35 @@ void Registry::dispatch(DeviceType backend, const xhal_op_call& call) {
     t_explaining = nullptr;  // only the first op is explained; later ones are skipped
     return;
   }
+  run_kernel(*kernel, call, ran);
+}
+
+void Registry::run_reference(DeviceType backend, const xhal_op_call& call, Ran* ran) {
+  const xhal_kernel_desc* kernel = nullptr;
+  {
+    std::shared_lock lock(mutex_);
+    for (const auto& impl : table_[slot(Op(call.op), backend, DType(call.dtype))]) {
+      if (impl->desc.is_reference) {
+        kernel = &impl->desc;
+        break;
+      }
+    }
+  }
+  if (kernel == nullptr) {
+    throw Error(Errc::unsupported, fmt::format("xhal::ops::{}: {} has no reference kernel for dtype {}",
+                                               op_name(Op(call.op)), device_type_name(backend),
+                                               dtype_name(DType(call.dtype))));
+  }
+  run_kernel(*kernel, call, ran);
+}
+
+void Registry::run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& call, Ran* ran) {
+  if (ran != nullptr) *ran = {kernel.name, kernel.is_reference != 0, kernel.rtol, kernel.atol};
   char message[512] = {};
-  xhal_status status = kernel->run(&call, message, sizeof message);
+  xhal_status status = kernel.run(&call, message, sizeof message);
   if (status != XHAL_OK) {
     throw_status(status, fmt::format("xhal::ops::{}: kernel {} failed: {}", op_name(Op(call.op)),
-                                     kernel->name, message[0] ? message : "no message"));
+                                     kernel.name, message[0] ? message : "no message"));
   }
 }
 

@@ -24,9 +24,20 @@ class Registry {
   void remove(int64_t handle);
   std::vector<registry::KernelInfo> list() const;
 
+  // What a dispatch ran (for the shadow check and the trace; filled only when asked for).
+  struct Ran {
+    std::string kernel;  // empty when nothing ran (explain mode)
+    bool is_reference = false;
+    double rtol = 0, atol = 0;
+  };
+
   // Picks the kernel for `call` on `backend` and runs it (or, in explain mode, records the choice).
   // Throws Error(unsupported) when no kernel supports the call, naming what exists.
-  void dispatch(DeviceType backend, const xhal_op_call& call);
+  void dispatch(DeviceType backend, const xhal_op_call& call, Ran* ran = nullptr);
+  // Runs `backend`'s reference kernel for the call's op and dtype, whatever the priorities and
+  // the XHAL_DISABLE_KERNELS/XHAL_FORCE_REFERENCE settings. Throws Error(unsupported) when there is
+  // none.
+  void run_reference(DeviceType backend, const xhal_op_call& call, Ran* ran);
 
   void set_strict(bool strict) { strict_ = strict; }
   void set_force_reference(const std::vector<Op>& ops);
@@ -47,6 +58,7 @@ class Registry {
                       bool* refused_better) const;
   const xhal_kernel_desc* pick(DeviceType backend, const xhal_op_call& call) const;
   registry::Explanation explain_choice(DeviceType backend, const xhal_op_call& call) const;
+  static void run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& call, Ran* ran);
 
   mutable std::shared_mutex mutex_;
   std::array<std::vector<std::shared_ptr<Impl>>, kNumOps * kNumDeviceTypes * kNumDTypes> table_;

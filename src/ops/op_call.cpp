@@ -4,6 +4,7 @@
 
 #include "core/registry.hpp"
 #include "core/runtime.hpp"
+#include "core/shadow_check.hpp"
 #include "xhal/device_manager.hpp"
 #include "xhal/error.hpp"
 
@@ -34,6 +35,9 @@ void OpCall::set(int slot, const TensorView& view) {
   call_.t[slot] = &tensors_[size_t(slot)];
 }
 
-void OpCall::run() { Registry::get().dispatch(device_.type, call_); }
+void OpCall::run() {
+  if (shadow_check_on()) return run_checked(call_, device_);
+  Registry::get().dispatch(device_.type, call_);
+}
 
 }  // namespace xhal::ops

@@ -1,0 +1,291 @@
+#include "core/shadow_check.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/env.hpp"
+#include "core/logging.hpp"
+#include "core/op_slots.hpp"
+#include "core/registry.hpp"
+#include "core/runtime.hpp"
+#include "xhal/device_manager.hpp"
+#include "xhal/error.hpp"
+#include "xhal/half.hpp"
+#include "xhal/tensor.hpp"
+#include "xhal/tensor_view.hpp"
+
+namespace xhal {
+namespace {
+
+template <class T>
+T parse_choice(env::Var var, std::initializer_list<std::pair<std::string_view, T>> choices, T fallback) {
+  const auto text = env::value(var);
+  if (!text) return fallback;
+  std::vector<std::string_view> names;
+  for (const auto& [name, value] : choices) {
+    if (*text == name) return value;
+    names.push_back(name);
+  }
+  throw Error(Errc::invalid_argument, fmt::format("{}={}: expected one of {}", env::info(var).name, *text,
+                                                  fmt::join(names, ", ")));
+}
+
+std::atomic<CheckMode>& mode_state() {
+  static std::atomic<CheckMode> mode{
+      parse_choice(env::Var::check, {{"off", CheckMode::off}, {"cpu", CheckMode::cpu}}, CheckMode::off)};
+  return mode;
+}
+
+std::atomic<CheckAction>& action_state() {
+  static std::atomic<CheckAction> action{parse_choice(
+      env::Var::check_action, {{"log", CheckAction::log}, {"throw", CheckAction::raise}}, CheckAction::log)};
+  return action;
+}
+
+// The process-wide summary and listener.
+struct Book {
+  std::mutex mutex;
+  std::array<CheckSummaryRow, kNumOps> rows{};
+  std::function<void(const CheckReport&)> listener;
+  bool print_at_exit = false;
+};
+Book& book() {
+  static Book* b = new Book;  // never destroyed: the exit handler reads it
+  return *b;
+}
+
+void print_summary_at_exit() {
+  const std::string table = check_summary_table();
+  if (!table.empty()) fmt::print(stderr, "{}", table);
+}
+
+void record(const CheckReport& report) {
+  Book& b = book();
+  std::function<void(const CheckReport&)> listener;
+  {
+    std::lock_guard lock(b.mutex);
+    CheckSummaryRow& row = b.rows[size_t(report.op)];
+    row.op = report.op;
+    ++row.calls;
+    if (!report.passed()) ++row.failed;
+    if (row.calls == 1 || report.max_abs_error > row.worst_abs_error) {
+      row.worst_abs_error = report.max_abs_error;
+      row.worst_kernel = report.kernel;
+    }
+    row.worst_rel_error = std::max(row.worst_rel_error, report.max_rel_error);
+    if (!b.print_at_exit) {
+      b.print_at_exit = true;
+      std::atexit(print_summary_at_exit);
+    }
+    listener = b.listener;
+  }
+  if (listener) listener(report);
+}
+
+// A tensor of the call copied to the host with its layout: the span of memory its elements cover
+// (strides kept), and a DLTensor over the copy for the CPU reference.
+struct HostTensor {
+  TensorView device_view;
+  std::vector<std::byte> bytes;
+  DLTensor dl{};
+
+  // Elements from the first to the last one the view addresses (strides are not negative: the
+  // ops' argument checks accept no others).
+  static int64_t extent(const TensorView& v) {
+    if (v.numel() == 0) return 0;
+    int64_t last = 0;
+    for (int d = 0; d < v.ndim(); ++d) last += (v.size(d) - 1) * v.stride(d);
+    return last + 1;
+  }
+
+  // Copies the device memory behind the view into `bytes` (the device must be idle).
+  void fetch() {
+    const int64_t n = extent(device_view);
+    bytes.resize(size_t(n) * dtype_size(device_view.dtype()));
+    if (n == 0) return;
+    if (device_view.device().type == DeviceType::cpu) {
+      std::memcpy(bytes.data(), device_view.data(), bytes.size());
+    } else {
+      copy(TensorView(bytes.data(), device_view.dtype(), {n}),
+           TensorView(device_view.data(), device_view.dtype(), {n}, device_view.device()));
+    }
+  }
+
+  static HostTensor snapshot(const DLTensor& original) {
+    HostTensor h;
+    h.device_view = TensorView::from_dlpack(original);
+    h.fetch();
+    h.dl = original;  // shape and strides: the call's own arrays, alive until the call returns
+    h.dl.data = h.bytes.data();
+    h.dl.byte_offset = 0;
+    h.dl.device = {kDLCPU, 0};
+    return h;
+  }
+
+  double value(int64_t offset) const {
+    const std::byte* p = bytes.data() + size_t(offset) * dtype_size(device_view.dtype());
+    switch (device_view.dtype()) {
+      case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
+      case DType::f16: { uint16_t v; std::memcpy(&v, p, 2); return f16_to_float(v); }
+      case DType::bf16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
+      case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+      case DType::i64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+      case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
+    }
+    return 0;
+  }
+};
+
+// Compares `got` with `expected` (the same view's copies) element by element in row-major order,
+// folding the result into `report`.
+void compare_output(std::string_view name, const HostTensor& got, const HostTensor& expected, CheckReport& report) {
+  const TensorView& v = got.device_view;
+  const int ndim = v.ndim();
+  std::vector<int64_t> index(size_t(ndim), 0);
+  const int64_t numel = v.numel();
+  for (int64_t flat = 0; flat < numel; ++flat) {
+    int64_t offset = 0;
+    for (int d = 0; d < ndim; ++d) offset += index[size_t(d)] * v.stride(d);
+    const double g = got.value(offset), e = expected.value(offset);
+    // Equal values (infinities of one sign included) and two NaNs agree; one NaN does not.
+    const bool agree_exactly = g == e || (std::isnan(g) && std::isnan(e));
+    const double abs_error = agree_exactly ? 0.0
+                             : std::isnan(g) || std::isnan(e) ? std::numeric_limits<double>::infinity()
+                                                              : std::abs(g - e);
+    if (abs_error > report.max_abs_error) {
+      report.max_abs_error = abs_error;
+      report.output = name;
+    }
+    if (e != 0 && std::isfinite(e)) report.max_rel_error = std::max(report.max_rel_error, abs_error / std::abs(e));
+    if (!(abs_error <= report.atol + report.rtol * (std::isfinite(e) ? std::abs(e) : 0.0))) {
+      if (report.bad_elements++ == 0) {
+        report.first_bad_output = name;
+        report.first_bad_index = flat;
+        report.first_bad_coords = index;
+        report.first_bad_got = g, report.first_bad_expected = e;
+      }
+    }
+    for (int d = ndim - 1; d >= 0; --d) {  // next row-major index
+      if (++index[size_t(d)] < v.size(d)) break;
+      index[size_t(d)] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+bool shadow_check_on() { return mode_state().load(std::memory_order_relaxed) != CheckMode::off; }
+
+void run_checked(const xhal_op_call& call, Device device) {
+  const Op op = Op(call.op);
+  DeviceManager& dm = DeviceManager::instance();
+  const BackendState* cpu = Runtime::get().backend(DeviceType::cpu);
+  dm.synchronize(device);  // the inputs' producers have finished
+  std::array<std::optional<HostTensor>, XHAL_MAX_OP_TENSORS> expected;
+  for (int s = 0; s < XHAL_MAX_OP_TENSORS; ++s) {
+    if (call.t[s] != nullptr) expected[size_t(s)] = HostTensor::snapshot(*call.t[s]);
+  }
+
+  Registry::Ran ran;
+  Registry::get().dispatch(device.type, call, &ran);
+  // Nothing ran (explain mode), or the CPU's reference kernel itself ran: nothing to compare.
+  if (ran.kernel.empty() || (device.type == DeviceType::cpu && ran.is_reference) || cpu == nullptr) return;
+
+  dm.synchronize(device);
+  xhal_op_call reference = call;
+  reference.device_index = 0;
+  reference.stream = nullptr;
+  reference.host = &cpu->plugin.context->host;
+  for (int s = 0; s < XHAL_MAX_OP_TENSORS; ++s) {
+    if (expected[size_t(s)]) reference.t[s] = &expected[size_t(s)]->dl;
+  }
+  Registry::Ran ref_ran;
+  try {
+    Registry::get().run_reference(DeviceType::cpu, reference, &ref_ran);
+  } catch (const Error& e) {
+    log().warn("shadow check of {} (kernel {}) skipped: the CPU reference failed: {}", op_name(op), ran.kernel,
+               e.what());
+    return;
+  }
+
+  CheckReport report;
+  report.op = op, report.kernel = ran.kernel, report.reference_kernel = ref_ran.kernel;
+  report.device = device, report.dtype = DType(call.dtype), report.shapes = describe_shapes(call);
+  report.atol = ran.atol + ref_ran.atol;
+  report.rtol = ran.rtol + ref_ran.rtol;
+  for (const SlotInfo& s : op_slots(op)) {
+    if (!s.written() || call.t[s.slot] == nullptr) continue;
+    HostTensor got;
+    got.device_view = TensorView::from_dlpack(*call.t[s.slot]);
+    got.fetch();
+    compare_output(s.name, got, *expected[size_t(s.slot)], report);
+  }
+  record(report);
+  if (report.passed()) {
+    log().debug("shadow check: {}", report.str());
+    return;
+  }
+  if (check_action() == CheckAction::raise) throw Error(Errc::internal, "shadow check: " + report.str());
+  log().warn("shadow check: {}", report.str());
+}
+
+std::string CheckReport::str() const {
+  std::string s = fmt::format("{} on {} ({}), kernel {} vs {}: {}; max abs error {:.3g}, max rel error {:.3g}",
+                              op_name(op), device.str(), dtype_name(dtype), kernel, reference_kernel, shapes,
+                              max_abs_error, max_rel_error);
+  if (!output.empty()) s += fmt::format(" (in {})", output);
+  if (passed()) return s + fmt::format("; within atol {:.3g} + rtol {:.3g}", atol, rtol);
+  return s + fmt::format("; DIVERGES: {} elements beyond atol {:.3g} + rtol {:.3g}, first {}[{}] (flat index {}): "
+                         "got {:.7g}, reference {:.7g}",
+                         bad_elements, atol, rtol, first_bad_output, fmt::join(first_bad_coords, ","),
+                         first_bad_index, first_bad_got, first_bad_expected);
+}
+
+void set_check_mode(CheckMode mode) { mode_state().store(mode); }
+CheckMode check_mode() { return mode_state().load(); }
+void set_check_action(CheckAction action) { action_state().store(action); }
+CheckAction check_action() { return action_state().load(); }
+
+void set_check_listener(std::function<void(const CheckReport&)> listener) {
+  std::lock_guard lock(book().mutex);
+  book().listener = std::move(listener);
+}
+
+std::vector<CheckSummaryRow> check_summary() {
+  std::lock_guard lock(book().mutex);
+  std::vector<CheckSummaryRow> rows;
+  for (const CheckSummaryRow& row : book().rows) {
+    if (row.calls > 0) rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string check_summary_table() {
+  const std::vector<CheckSummaryRow> rows = check_summary();
+  if (rows.empty()) return {};
+  std::string out = fmt::format("xhal shadow check (XHAL_CHECK=cpu): {} ops checked\n{:<20} {:>8} {:>8} {:>12} {:>12}  {}\n",
+                                rows.size(), "op", "calls", "failed", "worst abs", "worst rel", "kernel (worst abs)");
+  for (const CheckSummaryRow& r : rows) {
+    out += fmt::format("{:<20} {:>8} {:>8} {:>12.3g} {:>12.3g}  {}\n", op_name(r.op), r.calls, r.failed,
+                       r.worst_abs_error, r.worst_rel_error, r.worst_kernel);
+  }
+  return out;
+}
+
+void reset_check_summary() {
+  std::lock_guard lock(book().mutex);
+  book().rows = {};
+}
+
+}  // namespace xhal
