@@ -1,33 +1,23 @@
 // xhal-info: what this process sees — plugins (loaded or why not), devices with properties and
 // memory, the default device BACKEND_TYPE selects, and every registered kernel. `--json` prints the
 // same as one JSON object. Exits 2 when BACKEND_TYPE names no usable backend (after printing the
-// rest), so scripts fail fast.
+// rest), so scripts fail fast. `--trace-summary FILE [--top N]` prints the top ops of an XHAL_TRACE
+// file by time instead.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "core/json_text.hpp"
+#include "trace_summary.hpp"
 #include "xhal/xhal.hpp"
 
 namespace {
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", int(c));
-        else out += c;
-    }
-  }
-  return out + "\"";
-}
+using xhal::json_string;
 
 struct Report {
   std::vector<xhal::BackendInfo> backends;
@@ -128,8 +118,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "--trace-summary") == 0 && i + 1 < argc) {
+      const int top = i + 3 < argc && std::strcmp(argv[i + 2], "--top") == 0 ? std::atoi(argv[i + 3]) : 0;
+      return print_trace_summary(argv[i + 1], top);
     } else {
-      std::fprintf(stderr, "usage: xhal-info [--json]\n");
+      std::fprintf(stderr, "usage: xhal-info [--json] | --trace-summary FILE [--top N]\n");
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 1;
     }
   }

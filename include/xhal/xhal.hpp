@@ -6,6 +6,7 @@
 #include "xhal/dtype.hpp"
 #include "xhal/error.hpp"
 #include "xhal/check.hpp"
+#include "xhal/trace.hpp"
 #include "xhal/half.hpp"
 #include "xhal/ops.hpp"
 #include "xhal/registry.hpp"

@@ -45,6 +45,9 @@ constexpr std::array kTable{
     VarInfo{Var::check_action, "XHAL_CHECK_ACTION", "log",
             "what a divergence found by XHAL_CHECK does: log (a warning) or throw (xhal::Error, "
             "code internal)"},
+    VarInfo{Var::trace, "XHAL_TRACE", "",
+            "a file to write a Chrome/Perfetto trace of every op call to (JSON; xhal-info "
+            "--trace-summary reads it)"},
 };
 
 }  // namespace

@@ -23,6 +23,7 @@ enum class Var {
   store,
   check,
   check_action,
+  trace,
 };
 
 struct VarInfo {

@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "core/env.hpp"
+#include "core/instrumentation.hpp"
 #include "core/logging.hpp"
 #include "core/op_slots.hpp"
 #include "core/registry.hpp"
@@ -41,11 +42,7 @@ T parse_choice(env::Var var, std::initializer_list<std::pair<std::string_view, T
                                                   fmt::join(names, ", ")));
 }
 
-std::atomic<CheckMode>& mode_state() {
-  static std::atomic<CheckMode> mode{
-      parse_choice(env::Var::check, {{"off", CheckMode::off}, {"cpu", CheckMode::cpu}}, CheckMode::off)};
-  return mode;
-}
+std::atomic<CheckMode> g_mode{CheckMode::off};
 
 std::atomic<CheckAction>& action_state() {
   static std::atomic<CheckAction> action{parse_choice(
@@ -185,9 +182,16 @@ void compare_output(std::string_view name, const HostTensor& got, const HostTens
 
 }  // namespace
 
-bool shadow_check_on() { return mode_state().load(std::memory_order_relaxed) != CheckMode::off; }
+CheckMode check_mode_from_env() {
+  return parse_choice(env::Var::check, {{"off", CheckMode::off}, {"cpu", CheckMode::cpu}}, CheckMode::off);
+}
 
-void run_checked(const xhal_op_call& call, Device device) {
+void store_check_mode(CheckMode mode) {
+  g_mode.store(mode);
+  instrumentation::set(instrumentation::kCheck, mode != CheckMode::off);
+}
+
+void run_checked(const xhal_op_call& call, Device device, const std::function<void(Registry::Ran*)>& dispatch) {
   const Op op = Op(call.op);
   DeviceManager& dm = DeviceManager::instance();
   const BackendState* cpu = Runtime::get().backend(DeviceType::cpu);
@@ -198,7 +202,7 @@ void run_checked(const xhal_op_call& call, Device device) {
   }
 
   Registry::Ran ran;
-  Registry::get().dispatch(device.type, call, &ran);
+  dispatch(&ran);
   // Nothing ran (explain mode), or the CPU's reference kernel itself ran: nothing to compare.
   if (ran.kernel.empty() || (device.type == DeviceType::cpu && ran.is_reference) || cpu == nullptr) return;
 
@@ -252,8 +256,14 @@ std::string CheckReport::str() const {
                          first_bad_index, first_bad_got, first_bad_expected);
 }
 
-void set_check_mode(CheckMode mode) { mode_state().store(mode); }
-CheckMode check_mode() { return mode_state().load(); }
+void set_check_mode(CheckMode mode) {
+  instrumentation::ensure_env_read();
+  store_check_mode(mode);
+}
+CheckMode check_mode() {
+  instrumentation::ensure_env_read();
+  return g_mode.load();
+}
 void set_check_action(CheckAction action) { action_state().store(action); }
 CheckAction check_action() { return action_state().load(); }
 

@@ -4,7 +4,7 @@
 
 #include "core/registry.hpp"
 #include "core/runtime.hpp"
-#include "core/shadow_check.hpp"
+#include "core/instrumentation.hpp"
 #include "xhal/device_manager.hpp"
 #include "xhal/error.hpp"
 
@@ -36,7 +36,7 @@ void OpCall::set(int slot, const TensorView& view) {
 }
 
 void OpCall::run() {
-  if (shadow_check_on()) return run_checked(call_, device_);
+  if (instrumentation::any()) return instrumentation::run(call_, device_);  // check, trace
   Registry::get().dispatch(device_.type, call_);
 }
 

@@ -1,0 +1,140 @@
+#include "core/trace.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "core/env.hpp"
+#include "core/instrumentation.hpp"
+#include "core/json_text.hpp"
+#include "core/op_slots.hpp"
+#include "xhal/dtype.hpp"
+#include "xhal/error.hpp"
+#include "xhal/trace.hpp"
+
+namespace xhal {
+namespace {
+
+// The open trace file. Events are appended under the mutex, one per line, each followed by a
+// comma except that the closing bracket written by stop_trace() follows the last one.
+struct TraceFile {
+  std::mutex mutex;
+  std::FILE* file = nullptr;
+  bool first_event = true;
+  bool close_at_exit = false;
+  int next_thread = 1;
+};
+TraceFile& trace_file() {
+  static TraceFile* t = new TraceFile;  // never destroyed: the exit handler closes the file
+  return *t;
+}
+
+// Small per-thread numbers for the trace's "tid" (the viewers draw one row per thread).
+int thread_number(TraceFile& t) {
+  thread_local int number = 0;
+  if (number == 0) number = t.next_thread++;  // under t.mutex
+  return number;
+}
+
+void write_event(TraceFile& t, const std::string& json) {
+  std::fprintf(t.file, "%s%s", t.first_event ? "" : ",\n", json.c_str());
+  t.first_event = false;
+  std::fflush(t.file);  // a crash leaves every finished call in the file
+}
+
+// Bytes an op moves: every tensor argument read once, every written one written once (in/out
+// arguments both).
+int64_t bytes_moved(const xhal_op_call& call) {
+  int64_t bytes = 0;
+  for (const SlotInfo& s : op_slots(Op(call.op))) {
+    const DLTensor* t = call.t[s.slot];
+    if (t == nullptr) continue;
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; ++d) n *= t->shape[d];
+    const int64_t size = n * ((t->dtype.bits * t->dtype.lanes + 7) / 8);
+    bytes += s.role == SlotRole::in_out ? 2 * size : size;
+  }
+  return bytes;
+}
+
+void close_trace_at_exit() { stop_trace(); }
+
+}  // namespace
+
+namespace trace {
+
+std::optional<std::string> path_from_env() { return env::value(env::Var::trace); }
+
+int64_t now_ns() {
+  static const auto origin = std::chrono::steady_clock::now();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin).count();
+}
+
+void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns,
+               int64_t end_ns) {
+  TraceFile& t = trace_file();
+  const Op op = Op(call.op);
+  std::lock_guard lock(t.mutex);
+  if (t.file == nullptr) return;
+  const int tid = thread_number(t);
+  write_event(t, fmt::format(
+                     R"({{"name":{},"cat":"op","ph":"X","ts":{:.3f},"dur":{:.3f},"pid":{},"tid":{},)"
+                     R"("args":{{"kernel":{},"backend":{},"device":{},"stream":"{}","dtype":{},"shapes":{},"bytes":{}}}}})",
+                     json_string(op_name(op)), double(start_ns) / 1e3, double(end_ns - start_ns) / 1e3, getpid(), tid,
+                     json_string(ran.kernel), json_string(device_type_name(device.type)), json_string(device.str()),
+                     fmt::ptr(call.stream), json_string(dtype_name(DType(call.dtype))),
+                     json_string(describe_shapes(call)), bytes_moved(call)));
+}
+
+}  // namespace trace
+
+void start_trace(const std::string& path) {
+  instrumentation::ensure_env_read();
+  trace::open_trace(path);
+}
+
+void trace::open_trace(const std::string& path) {
+  stop_trace();
+  TraceFile& t = trace_file();
+  {
+    std::lock_guard lock(t.mutex);
+    t.file = std::fopen(path.c_str(), "w");
+    if (t.file == nullptr) {
+      throw Error(Errc::invalid_argument, fmt::format("xhal trace: cannot create '{}'", path));
+    }
+    t.first_event = true;
+    std::fputs("[\n", t.file);
+    write_event(t, fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"xhal ops (host time)"}}}})j",
+                               getpid()));
+    if (!t.close_at_exit) {
+      t.close_at_exit = true;
+      std::atexit(close_trace_at_exit);
+    }
+  }
+  trace::now_ns();  // the clock's origin, if no op set it yet
+  instrumentation::set(instrumentation::kTrace, true);
+}
+
+void stop_trace() {
+  TraceFile& t = trace_file();
+  std::lock_guard lock(t.mutex);
+  if (t.file == nullptr) return;
+  instrumentation::set(instrumentation::kTrace, false);
+  std::fputs("\n]\n", t.file);
+  std::fclose(t.file);
+  t.file = nullptr;
+}
+
+bool tracing() {
+  TraceFile& t = trace_file();
+  std::lock_guard lock(t.mutex);
+  return t.file != nullptr;
+}
+
+}  // namespace xhal
