@@ -125,6 +125,7 @@ TEST_F(ShadowCheck, NamesAPlantedWrongKernelAndItsFirstBadElement) {
   EXPECT_EQ(r.first_bad_coords, (std::vector<int64_t>{1, 4}));  // 37 = 1 * 33 + 4
   EXPECT_NEAR(r.first_bad_got - r.first_bad_expected, 0.5, 1e-4);
   EXPECT_NEAR(r.max_abs_error, 0.5, 1e-4);
+  EXPECT_GT(r.max_allowance_used, 1000.0);  // 0.5 against about 4e-5
   EXPECT_EQ(r.shapes, "x[4,33] weight[33] out[4,33]");
   const std::string text = r.str();
   for (const char* part : {"rms_norm", "test.planted_rms_norm", "DIVERGES", "out[1,4]", "flat index 37"}) {
@@ -215,7 +216,10 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
               RopeStyle::neox);
     const Tensor lw = random_tensor({24, 200}, dt, 22), lo = Tensor::empty({5, 24}, dt, cpu);
     ops::linear(x, lw, nullptr, lo);
-    for (const CheckReport& r : reports) EXPECT_TRUE(r.passed()) << r.str();
+    for (const CheckReport& r : reports) {
+      EXPECT_TRUE(r.passed()) << r.str();
+      EXPECT_LE(r.max_allowance_used, 1.0) << r.str();
+    }
     // Every op that has a fast kernel for this dtype was compared (the reference itself is not).
     std::vector<std::string> checked;
     for (const CheckReport& r : reports) checked.push_back(std::string(op_name(r.op)));

@@ -3,8 +3,8 @@
 # (the conformance suite on cuda included), compute-sanitizer memcheck on the cuda conformance
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
-# GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, memcheck,
-# bench, linear, comm, peers. The build always runs.
+# GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
+# memcheck, bench, linear, comm, peers. The build always runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -18,7 +18,7 @@ quick=""
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
-stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,memcheck,bench,linear,comm,peers},"
+stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,memcheck,bench,linear,comm,peers},"
 want() { [[ $stages == *",$1,"* ]]; }
 
 # DLPack's header: Debian's package where present, else a copy shipped in a Python package.
@@ -97,6 +97,18 @@ if want llama; then
   note "llama_block on cuda: exit $? $(grep -E '^vs cpu' "$out/llama_block.txt")"
 fi
 
+if want check; then
+  # The shadow check where it matters: cuda kernels against the CPU reference, with a trace.
+  XHAL_CHECK=cpu XHAL_TRACE="$out/llama_trace.json" "$build/bin/llama_block" --hidden 512 --tokens 64 --decode 4 \
+    >"$out/llama_check.txt" 2>&1
+  note "llama_block on cuda under XHAL_CHECK=cpu: exit $?, $(grep -c DIVERGES "$out/llama_check.txt") divergent calls"
+  grep -A12 '^xhal shadow check' "$out/llama_check.txt"
+  "$build/bin/xhal-info" --trace-summary "$out/llama_trace.json" --top 8 2>&1 | tee "$out/trace_summary.txt"
+  XHAL_CHECK=cpu XHAL_CHECK_ACTION=throw "$build/bin/xhal_conformance" --gtest_filter='Backends/Conformance.*/cuda_*' \
+    >"$out/conformance_check.txt" 2>&1
+  note "cuda conformance under XHAL_CHECK=cpu, throw: exit $? $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance_check.txt" | tr '\n' ' ')"
+  grep -A12 '^xhal shadow check' "$out/conformance_check.txt"
+fi
 if want memcheck && command -v compute-sanitizer >/dev/null; then
   XHAL_ALLOCATOR=direct timeout 400 compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$build/bin/xhal_conformance" --gtest_filter='*cuda_bf16*:*cuda_f32*' >"$out/memcheck.log" 2>&1

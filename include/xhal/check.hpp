@@ -36,8 +36,11 @@ struct CheckReport {
   DType dtype;
   std::string shapes;  // every argument, e.g. "x[4,4096] weight[4096] out[4,4096]"
   std::string output;  // the output with the worst error (e.g. "out", "lse", "residual")
-  double max_abs_error = 0, max_rel_error = 0;  // over every output element
+  double max_abs_error = 0, max_rel_error = 0;  // over every output element (rel: where ref != 0)
   double atol = 0, rtol = 0;  // allowed: |got - ref| <= atol + rtol * |ref|
+  // The largest |got - ref| / (atol + rtol * |ref|): how close the call came to failing (> 1 fails).
+  // Unlike the relative error, not inflated by elements whose reference is near zero.
+  double max_allowance_used = 0;
   int64_t bad_elements = 0;   // elements beyond the allowance, over every output
   // The first element beyond the allowance, in row-major order of `first_bad_output`'s shape:
   // its flat index and coordinates, the kernel's value and the reference's. Empty when none.
@@ -53,8 +56,8 @@ struct CheckReport {
 struct CheckSummaryRow {
   Op op;
   int64_t calls = 0, failed = 0;
-  double worst_abs_error = 0, worst_rel_error = 0;
-  std::string worst_kernel;  // the kernel of the call with the worst relative error
+  double worst_abs_error = 0, worst_rel_error = 0, worst_allowance_used = 0;
+  std::string worst_kernel;  // the kernel of the call that used most of its allowance
 };
 
 void set_check_mode(CheckMode mode);

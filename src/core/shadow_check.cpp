@@ -76,10 +76,11 @@ void record(const CheckReport& report) {
     row.op = report.op;
     ++row.calls;
     if (!report.passed()) ++row.failed;
-    if (row.calls == 1 || report.max_abs_error > row.worst_abs_error) {
-      row.worst_abs_error = report.max_abs_error;
+    if (row.calls == 1 || report.max_allowance_used > row.worst_allowance_used) {
+      row.worst_allowance_used = report.max_allowance_used;
       row.worst_kernel = report.kernel;
     }
+    row.worst_abs_error = std::max(row.worst_abs_error, report.max_abs_error);
     row.worst_rel_error = std::max(row.worst_rel_error, report.max_rel_error);
     if (!b.print_at_exit) {
       b.print_at_exit = true;
@@ -165,7 +166,11 @@ void compare_output(std::string_view name, const HostTensor& got, const HostTens
       report.output = name;
     }
     if (e != 0 && std::isfinite(e)) report.max_rel_error = std::max(report.max_rel_error, abs_error / std::abs(e));
-    if (!(abs_error <= report.atol + report.rtol * (std::isfinite(e) ? std::abs(e) : 0.0))) {
+    const double allowance = report.atol + report.rtol * (std::isfinite(e) ? std::abs(e) : 0.0);
+    report.max_allowance_used = std::max(report.max_allowance_used,
+                                         abs_error == 0 ? 0.0 : allowance > 0 ? abs_error / allowance
+                                                                               : std::numeric_limits<double>::infinity());
+    if (!(abs_error <= allowance)) {
       if (report.bad_elements++ == 0) {
         report.first_bad_output = name;
         report.first_bad_index = flat;
@@ -245,9 +250,10 @@ void run_checked(const xhal_op_call& call, Device device, const std::function<vo
 }
 
 std::string CheckReport::str() const {
-  std::string s = fmt::format("{} on {} ({}), kernel {} vs {}: {}; max abs error {:.3g}, max rel error {:.3g}",
+  std::string s = fmt::format("{} on {} ({}), kernel {} vs {}: {}; max abs error {:.3g}, max rel error {:.3g}, "
+                              "{:.2f} of the allowance used",
                               op_name(op), device.str(), dtype_name(dtype), kernel, reference_kernel, shapes,
-                              max_abs_error, max_rel_error);
+                              max_abs_error, max_rel_error, max_allowance_used);
   if (!output.empty()) s += fmt::format(" (in {})", output);
   if (passed()) return s + fmt::format("; within atol {:.3g} + rtol {:.3g}", atol, rtol);
   return s + fmt::format("; DIVERGES: {} elements beyond atol {:.3g} + rtol {:.3g}, first {}[{}] (flat index {}): "
@@ -284,11 +290,12 @@ std::vector<CheckSummaryRow> check_summary() {
 std::string check_summary_table() {
   const std::vector<CheckSummaryRow> rows = check_summary();
   if (rows.empty()) return {};
-  std::string out = fmt::format("xhal shadow check (XHAL_CHECK=cpu): {} ops checked\n{:<20} {:>8} {:>8} {:>12} {:>12}  {}\n",
-                                rows.size(), "op", "calls", "failed", "worst abs", "worst rel", "kernel (worst abs)");
+  std::string out = fmt::format(
+      "xhal shadow check (XHAL_CHECK=cpu): {} ops checked\n{:<20} {:>8} {:>8} {:>12} {:>12} {:>10}  {}\n", rows.size(),
+      "op", "calls", "failed", "worst abs", "worst rel", "allowance", "kernel (most of its allowance used)");
   for (const CheckSummaryRow& r : rows) {
-    out += fmt::format("{:<20} {:>8} {:>8} {:>12.3g} {:>12.3g}  {}\n", op_name(r.op), r.calls, r.failed,
-                       r.worst_abs_error, r.worst_rel_error, r.worst_kernel);
+    out += fmt::format("{:<20} {:>8} {:>8} {:>12.3g} {:>12.3g} {:>10.2f}  {}\n", op_name(r.op), r.calls, r.failed,
+                       r.worst_abs_error, r.worst_rel_error, r.worst_allowance_used, r.worst_kernel);
   }
   return out;
 }
