@@ -214,5 +214,33 @@ TEST(MemoryLimit, OutOfMemoryMessageAndRecovery) {
   EXPECT_EQ(after.numel(), 10 << 20);
 }
 
+// Fault injection (ctest runs this binary with XHAL_FAULT_ALLOC=3 and the filter FaultAlloc.*): the
+// third allocation of the process fails as out of memory, naming the injection; the allocations
+// after it succeed and ops run again.
+TEST(FaultAlloc, TheNthAllocationFailsAndTheRuntimeStaysUsable) {
+  const char* n = std::getenv("XHAL_FAULT_ALLOC");
+  if (n == nullptr || std::string(n) != "3") GTEST_SKIP() << "needs XHAL_FAULT_ALLOC=3";
+  const Device cpu = Device::cpu();
+  const std::vector<float> ones(64, 1.0f);
+  Tensor x = Tensor::from_host(ones.data(), {2, 32}, DType::f32, cpu);  // allocation 1
+  Tensor w = Tensor::from_host(ones.data(), {32}, DType::f32, cpu);     // allocation 2
+  const uint64_t ooms_before = DeviceManager::instance().memory_status(cpu).num_ooms;
+  try {
+    Tensor::empty({2, 32}, DType::f32, cpu);  // allocation 3: injected failure
+    ADD_FAILURE() << "expected OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(e.code(), Errc::out_of_memory);
+    EXPECT_NE(std::string(e.what()).find("injected failure of allocation 3 of this process (XHAL_FAULT_ALLOC=3)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(DeviceManager::instance().memory_status(cpu).num_ooms, ooms_before + 1);
+  Tensor out = Tensor::empty({2, 32}, DType::f32, cpu);  // allocation 4 succeeds
+  ops::rms_norm(x, w, 0.0f, out);
+  std::vector<float> got(64);
+  out.copy_to_host(got.data());
+  for (float v : got) EXPECT_FLOAT_EQ(v, 1.0f);  // rms of ones is 1
+}
+
 }  // namespace
 }  // namespace xhal

@@ -1,5 +1,7 @@
 #include "core/allocator.hpp"
 
+#include <atomic>
+
 #include <fmt/format.h>
 
 #include "core/logging.hpp"
@@ -25,7 +27,15 @@ CachingAllocator::~CachingAllocator() {
 
 void* CachingAllocator::allocate(size_t bytes, void* stream) {
   if (bytes == 0) return nullptr;
+  static std::atomic<int64_t> allocations{0};  // the process's, for fault injection
   std::lock_guard lock(mutex_);
+  if (config_.fail_allocation > 0 && ++allocations == config_.fail_allocation) {
+    ++stats_.num_ooms;
+    throw OutOfMemoryError(fmt::format("out of memory on {}: tried to allocate {} ({} bytes); injected failure of "
+                                       "allocation {} of this process (XHAL_FAULT_ALLOC={})",
+                                       device_.str(), mib(bytes), bytes, config_.fail_allocation,
+                                       config_.fail_allocation));
+  }
   const size_t size = round_up(bytes, kRound);
   Block* block = nullptr;
   if (config_.direct) {

@@ -23,6 +23,9 @@ namespace xhal {
 struct AllocatorConfig {
   bool direct = false;
   size_t memory_limit = 0;  // 0 = none
+  // Fault injection (XHAL_FAULT_ALLOC=N): the N-th allocation of the process, counted over every
+  // device, fails as out of memory and the ones after it succeed again. 0 = none.
+  int64_t fail_allocation = 0;
 };
 
 class CachingAllocator {

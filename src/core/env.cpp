@@ -48,6 +48,9 @@ constexpr std::array kTable{
     VarInfo{Var::trace, "XHAL_TRACE", "",
             "a file to write a Chrome/Perfetto trace of every op call to (JSON; xhal-info "
             "--trace-summary reads it)"},
+    VarInfo{Var::fault_alloc, "XHAL_FAULT_ALLOC", "",
+            "fault injection for tests: N makes the N-th allocation of the process (over every "
+            "device) fail as out of memory; the ones after it succeed"},
 };
 
 }  // namespace

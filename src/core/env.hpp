@@ -24,6 +24,7 @@ enum class Var {
   check,
   check_action,
   trace,
+  fault_alloc,
 };
 
 struct VarInfo {

@@ -1,5 +1,7 @@
 #include "core/runtime.hpp"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "core/env.hpp"
@@ -26,6 +28,16 @@ Runtime::Runtime() {
       allocator_config_.memory_limit = env::parse_bytes(env::Var::memory_limit, *limit);
     } catch (const Error& e) {
       log().error("{}; no limit applied", e.what());
+    }
+  }
+  if (auto n = env::value(env::Var::fault_alloc)) {
+    char* end = nullptr;
+    const long long at = std::strtoll(n->c_str(), &end, 10);
+    if (at > 0 && *end == '\0') {
+      allocator_config_.fail_allocation = at;
+      log().warn("XHAL_FAULT_ALLOC={}: allocation {} of this process will fail (fault injection)", at, at);
+    } else {
+      log().error("XHAL_FAULT_ALLOC='{}' is not a positive integer; no fault injected", *n);
     }
   }
   for (const auto& file : find_plugin_files()) load(file);
