@@ -22,15 +22,12 @@ constexpr const char* kWho = "xhal::comm::Communicator::create";
 bool under_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
 
 int env_int(env::Var var) {
-  const auto v = env::value(var);
-  if (!v) return -1;
   try {
-    size_t used = 0;
-    const int x = std::stoi(*v, &used);
-    if (used == v->size()) return x;
-  } catch (const std::exception&) {
+    const auto v = env::integer(var);
+    return v ? int(*v) : -1;
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("{}: {}", kWho, e.what()));
   }
-  throw Error(Errc::invalid_argument, fmt::format("{}: {} is '{}', expected an integer", kWho, env::info(var).name, *v));
 }
 
 void share_by_file(std::vector<unsigned char>& bytes, const std::string& path, const RankAndSize& who,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -94,6 +95,21 @@ size_t parse_bytes(Var var, std::string_view text) {
                             info(var).name, text));
   }
   return static_cast<size_t>(number) << shift;
+}
+
+std::optional<int64_t> integer(Var var) {
+  const auto text = value(var);
+  if (!text) return std::nullopt;
+  int64_t number = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), number);
+  if (ec != std::errc() || end != text->data() + text->size()) {
+    throw Error(Errc::invalid_argument, fmt::format("{}='{}': expected an integer", info(var).name, *text));
+  }
+  return number;
+}
+
+void throw_unknown_choice(Var var, std::string_view text, std::string_view names) {
+  throw Error(Errc::invalid_argument, fmt::format("{}={}: expected one of {}", info(var).name, text, names));
 }
 
 }  // namespace xhal::env

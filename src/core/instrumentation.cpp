@@ -19,10 +19,8 @@ std::atomic<uint32_t> g_flags{kUnread};
 
 void ensure_env_read() {
   std::call_once(g_env_read, [] {  // an exception (a bad value) leaves it unread, to throw again
-    const CheckMode mode = check_mode_from_env();
-    const auto trace_path = trace::path_from_env();
-    store_check_mode(mode);
-    if (trace_path) trace::open_trace(*trace_path);
+    read_check_env();
+    if (const auto trace_path = trace::path_from_env()) trace::open_trace(*trace_path);
     g_flags.fetch_and(~uint32_t(kUnread));
   });
 }

@@ -16,7 +16,7 @@ enum Flag : uint32_t { kCheck = 1, kTrace = 2, kUnread = 0x80000000u };
 extern std::atomic<uint32_t> g_flags;
 
 inline bool any() { return g_flags.load(std::memory_order_relaxed) != 0; }
-// Reads XHAL_CHECK and XHAL_TRACE once (opening the trace); the public setters call it first, so
+// Reads XHAL_CHECK, XHAL_CHECK_ACTION and XHAL_TRACE once (opening the trace); the public setters call it first, so
 // that a later first op call cannot undo their settings with the environment's.
 void ensure_env_read();
 void set(Flag flag, bool on);

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "xhal/tensor_view.hpp"
+
 namespace xhal {
 namespace {
 
@@ -59,19 +61,10 @@ std::span<const SlotInfo> op_slots(Op op) {
 std::string describe_shapes(const xhal_op_call& call) {
   std::vector<std::string> parts;
   for (const SlotInfo& s : op_slots(Op(call.op))) {
-    const DLTensor* t = call.t[s.slot];
-    if (t == nullptr) continue;
-    const std::span<const int64_t> shape(t->shape, size_t(t->ndim));
-    std::string part = fmt::format("{}[{}]", s.name, fmt::join(shape, ","));
-    if (t->strides != nullptr) {  // shown only when not row-major
-      int64_t expected = 1;
-      bool contiguous = true;
-      for (int d = t->ndim - 1; d >= 0; --d) {
-        if (t->shape[d] != 1 && t->strides[d] != expected) contiguous = false;
-        expected *= t->shape[d];
-      }
-      if (!contiguous) part += fmt::format("/strides[{}]", fmt::join(std::span(t->strides, size_t(t->ndim)), ","));
-    }
+    if (call.t[s.slot] == nullptr) continue;
+    const TensorView v = TensorView::from_dlpack(*call.t[s.slot]);
+    std::string part = fmt::format("{}[{}]", s.name, fmt::join(v.shape(), ","));
+    if (!v.is_contiguous()) part += fmt::format("/strides[{}]", fmt::join(v.strides(), ","));
     parts.push_back(std::move(part));
   }
   return fmt::format("{}", fmt::join(parts, " "));

@@ -1,7 +1,5 @@
 #include "core/runtime.hpp"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
 
 #include "core/env.hpp"
@@ -30,15 +28,15 @@ Runtime::Runtime() {
       log().error("{}; no limit applied", e.what());
     }
   }
-  if (auto n = env::value(env::Var::fault_alloc)) {
-    char* end = nullptr;
-    const long long at = std::strtoll(n->c_str(), &end, 10);
-    if (at > 0 && *end == '\0') {
-      allocator_config_.fail_allocation = at;
-      log().warn("XHAL_FAULT_ALLOC={}: allocation {} of this process will fail (fault injection)", at, at);
-    } else {
-      log().error("XHAL_FAULT_ALLOC='{}' is not a positive integer; no fault injected", *n);
+  try {
+    if (const auto at = env::integer(env::Var::fault_alloc); at && *at > 0) {
+      allocator_config_.fail_allocation = *at;
+      log().warn("XHAL_FAULT_ALLOC={}: allocation {} of this process will fail (fault injection)", *at, *at);
+    } else if (at) {
+      log().error("XHAL_FAULT_ALLOC={}: expected a positive integer; no fault injected", *at);
     }
+  } catch (const Error& e) {
+    log().error("{}; no fault injected", e.what());
   }
   for (const auto& file : find_plugin_files()) load(file);
 }

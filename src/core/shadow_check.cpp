@@ -29,26 +29,7 @@
 namespace xhal {
 namespace {
 
-template <class T>
-T parse_choice(env::Var var, std::initializer_list<std::pair<std::string_view, T>> choices, T fallback) {
-  const auto text = env::value(var);
-  if (!text) return fallback;
-  std::vector<std::string_view> names;
-  for (const auto& [name, value] : choices) {
-    if (*text == name) return value;
-    names.push_back(name);
-  }
-  throw Error(Errc::invalid_argument, fmt::format("{}={}: expected one of {}", env::info(var).name, *text,
-                                                  fmt::join(names, ", ")));
-}
-
-std::atomic<CheckMode> g_mode{CheckMode::off};
-
-std::atomic<CheckAction>& action_state() {
-  static std::atomic<CheckAction> action{parse_choice(
-      env::Var::check_action, {{"log", CheckAction::log}, {"throw", CheckAction::raise}}, CheckAction::log)};
-  return action;
-}
+std::atomic<CheckAction> g_action{CheckAction::log};
 
 // The process-wide summary and listener.
 struct Book {
@@ -187,12 +168,11 @@ void compare_output(std::string_view name, const HostTensor& got, const HostTens
 
 }  // namespace
 
-CheckMode check_mode_from_env() {
-  return parse_choice(env::Var::check, {{"off", CheckMode::off}, {"cpu", CheckMode::cpu}}, CheckMode::off);
-}
-
-void store_check_mode(CheckMode mode) {
-  g_mode.store(mode);
+void read_check_env() {
+  const CheckMode mode = env::choice(env::Var::check, {{"off", CheckMode::off}, {"cpu", CheckMode::cpu}}, CheckMode::off);
+  const CheckAction action =
+      env::choice(env::Var::check_action, {{"log", CheckAction::log}, {"throw", CheckAction::raise}}, CheckAction::log);
+  g_action.store(action);
   instrumentation::set(instrumentation::kCheck, mode != CheckMode::off);
 }
 
@@ -245,7 +225,7 @@ void run_checked(const xhal_op_call& call, Device device, const std::function<vo
     log().debug("shadow check: {}", report.str());
     return;
   }
-  if (check_action() == CheckAction::raise) throw Error(Errc::internal, "shadow check: " + report.str());
+  if (g_action.load() == CheckAction::raise) throw Error(Errc::internal, "shadow check: " + report.str());
   log().warn("shadow check: {}", report.str());
 }
 
@@ -264,14 +244,20 @@ std::string CheckReport::str() const {
 
 void set_check_mode(CheckMode mode) {
   instrumentation::ensure_env_read();
-  store_check_mode(mode);
+  instrumentation::set(instrumentation::kCheck, mode != CheckMode::off);
 }
 CheckMode check_mode() {
   instrumentation::ensure_env_read();
-  return g_mode.load();
+  return instrumentation::g_flags.load() & instrumentation::kCheck ? CheckMode::cpu : CheckMode::off;
 }
-void set_check_action(CheckAction action) { action_state().store(action); }
-CheckAction check_action() { return action_state().load(); }
+void set_check_action(CheckAction action) {
+  instrumentation::ensure_env_read();
+  g_action.store(action);
+}
+CheckAction check_action() {
+  instrumentation::ensure_env_read();
+  return g_action.load();
+}
 
 void set_check_listener(std::function<void(const CheckReport&)> listener) {
   std::lock_guard lock(book().mutex);

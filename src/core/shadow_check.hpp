@@ -11,10 +11,9 @@
 
 namespace xhal {
 
-// XHAL_CHECK's mode; an unknown value throws Error(invalid_argument) naming the accepted ones.
-CheckMode check_mode_from_env();
-// Sets the mode and the instrumentation flag without reading the environment.
-void store_check_mode(CheckMode mode);
+// Applies XHAL_CHECK and XHAL_CHECK_ACTION (once, from instrumentation::ensure_env_read); an unknown
+// value throws Error(invalid_argument) naming the accepted ones.
+void read_check_env();
 
 // Snapshots `call`'s tensors to the host, runs `dispatch` (the op on `device`), then the CPU
 // reference on the snapshot, and compares.

@@ -16,6 +16,7 @@
 #include "core/op_slots.hpp"
 #include "xhal/dtype.hpp"
 #include "xhal/error.hpp"
+#include "xhal/tensor_view.hpp"
 #include "xhal/trace.hpp"
 
 namespace xhal {
@@ -28,7 +29,6 @@ struct TraceFile {
   std::FILE* file = nullptr;
   bool first_event = true;
   bool close_at_exit = false;
-  int next_thread = 1;
 };
 TraceFile& trace_file() {
   static TraceFile* t = new TraceFile;  // never destroyed: the exit handler closes the file
@@ -36,9 +36,9 @@ TraceFile& trace_file() {
 }
 
 // Small per-thread numbers for the trace's "tid" (the viewers draw one row per thread).
-int thread_number(TraceFile& t) {
-  thread_local int number = 0;
-  if (number == 0) number = t.next_thread++;  // under t.mutex
+int thread_number() {
+  static std::atomic<int> next{1};
+  thread_local const int number = next++;
   return number;
 }
 
@@ -53,11 +53,8 @@ void write_event(TraceFile& t, const std::string& json) {
 int64_t bytes_moved(const xhal_op_call& call) {
   int64_t bytes = 0;
   for (const SlotInfo& s : op_slots(Op(call.op))) {
-    const DLTensor* t = call.t[s.slot];
-    if (t == nullptr) continue;
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; ++d) n *= t->shape[d];
-    const int64_t size = n * ((t->dtype.bits * t->dtype.lanes + 7) / 8);
+    if (call.t[s.slot] == nullptr) continue;
+    const auto size = int64_t(TensorView::from_dlpack(*call.t[s.slot]).nbytes());
     bytes += s.role == SlotRole::in_out ? 2 * size : size;
   }
   return bytes;
@@ -78,18 +75,17 @@ int64_t now_ns() {
 
 void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns,
                int64_t end_ns) {
+  // Formatted before taking the file's lock, which only orders the writes.
+  const std::string event = fmt::format(
+      R"({{"name":{},"cat":"op","ph":"X","ts":{:.3f},"dur":{:.3f},"pid":{},"tid":{},)"
+      R"("args":{{"kernel":{},"backend":{},"device":{},"stream":"{}","dtype":{},"shapes":{},"bytes":{}}}}})",
+      json_string(op_name(Op(call.op))), double(start_ns) / 1e3, double(end_ns - start_ns) / 1e3, getpid(),
+      thread_number(), json_string(ran.kernel), json_string(device_type_name(device.type)), json_string(device.str()),
+      fmt::ptr(call.stream), json_string(dtype_name(DType(call.dtype))), json_string(describe_shapes(call)),
+      bytes_moved(call));
   TraceFile& t = trace_file();
-  const Op op = Op(call.op);
   std::lock_guard lock(t.mutex);
-  if (t.file == nullptr) return;
-  const int tid = thread_number(t);
-  write_event(t, fmt::format(
-                     R"({{"name":{},"cat":"op","ph":"X","ts":{:.3f},"dur":{:.3f},"pid":{},"tid":{},)"
-                     R"("args":{{"kernel":{},"backend":{},"device":{},"stream":"{}","dtype":{},"shapes":{},"bytes":{}}}}})",
-                     json_string(op_name(op)), double(start_ns) / 1e3, double(end_ns - start_ns) / 1e3, getpid(), tid,
-                     json_string(ran.kernel), json_string(device_type_name(device.type)), json_string(device.str()),
-                     fmt::ptr(call.stream), json_string(dtype_name(DType(call.dtype))),
-                     json_string(describe_shapes(call)), bytes_moved(call)));
+  if (t.file != nullptr) write_event(t, event);
 }
 
 }  // namespace trace
