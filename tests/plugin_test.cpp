@@ -34,6 +34,23 @@ TEST(Plugin, FailingInitIsRefusedAndLeavesNoKernels) {
   for (const auto& k : registry::list_kernels()) EXPECT_NE(k.name, "failing.rms_norm");
 }
 
+TEST(Plugin, IncompleteTableIsRefusedNamingTheMember) {
+  auto b = record_for("libxhal_incompletetable.so");
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("function table is incomplete: event_query is not set"), std::string::npos)
+      << b.reason;
+  for (const auto& k : registry::list_kernels()) EXPECT_NE(k.name, "incomplete.rms_norm");
+}
+
+TEST(Plugin, InitInterruptedByAnExceptionIsRefusedAndLeavesNoKernels) {
+  auto b = record_for("libxhal_interruptedinit.so");
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("initialisation threw: vendor runtime lost its device daemon"),
+            std::string::npos) << b.reason;
+  for (const auto& k : registry::list_kernels()) EXPECT_NE(k.name, "interrupted.rms_norm");
+  EXPECT_FALSE(DeviceManager::instance().has_device(Device{DeviceType::ze, 0}));
+}
+
 TEST(Plugin, MissingSymbolIsRefusedNamingIt) {
   auto b = record_for("libxhal_missingsymbol.so");
   EXPECT_FALSE(b.loaded);

@@ -61,9 +61,7 @@ MemoryStatus DeviceManager::memory_status(Device device) const {
   const auto& runtime = Runtime::get();
   MemoryStatus status = runtime.allocator(device).stats();
   const auto& api = runtime.api(device);
-  if (api.mem_get_info) {
-    check_plugin(api, api.mem_get_info(device.index, &status.free, &status.total), "mem_get_info");
-  }
+  check_plugin(api, api.mem_get_info(device.index, &status.free, &status.total), "mem_get_info");
   return status;
 }
 

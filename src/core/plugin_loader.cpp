@@ -59,6 +59,39 @@ std::vector<std::string> find_plugin_files() {
   return files;
 }
 
+namespace {
+
+// The first required member of the table a plugin left unset (plugin.h marks the optional ones).
+const char* missing_member(const xhal_plugin_api& api) {
+  if (api.struct_size < sizeof(xhal_plugin_api)) return "struct_size";
+  const std::pair<const char*, bool> required[] = {
+      {"backend", api.backend != nullptr},
+      {"device_count", api.device_count != nullptr},
+      {"device_props", api.device_props != nullptr},
+      {"mem_get_info", api.mem_get_info != nullptr},
+      {"malloc", api.malloc != nullptr},
+      {"free", api.free != nullptr},
+      {"memcpy", api.memcpy != nullptr},
+      {"stream_create", api.stream_create != nullptr},
+      {"stream_destroy", api.stream_destroy != nullptr},
+      {"stream_synchronize", api.stream_synchronize != nullptr},
+      {"device_synchronize", api.device_synchronize != nullptr},
+      {"event_create", api.event_create != nullptr},
+      {"event_destroy", api.event_destroy != nullptr},
+      {"event_record", api.event_record != nullptr},
+      {"event_query", api.event_query != nullptr},
+      {"event_synchronize", api.event_synchronize != nullptr},
+      {"stream_wait_event", api.stream_wait_event != nullptr},
+      {"last_error", api.last_error != nullptr},
+  };
+  for (const auto& [name, set] : required) {
+    if (!set) return name;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 LoadedPlugin load_plugin_file(const std::string& path) {
   LoadedPlugin plugin;
   plugin.info.path = path;
@@ -86,7 +119,16 @@ LoadedPlugin load_plugin_file(const std::string& path) {
   plugin.context->host = make_host_api(plugin.context.get());
   plugin.api.struct_size = sizeof(xhal_plugin_api);
   char reason[512] = {};
-  xhal_status status = init(&plugin.context->host, &plugin.api, reason, sizeof reason);
+  xhal_status status = XHAL_OK;
+  try {
+    status = init(&plugin.context->host, &plugin.api, reason, sizeof reason);
+  } catch (const std::exception& e) {
+    // A C++ plugin interrupted by an exception: refused like a failed init, its kernels dropped.
+    return fail(fmt::format("initialisation threw: {}", e.what()));
+  } catch (...) {
+    return fail("initialisation threw an exception of unknown type");
+  }
+  reason[sizeof reason - 1] = '\0';
   // The handle stays open even on failure: a plugin may have started threads or registered
   // destructors, and unloading such code is not safe.
   if (status != XHAL_OK) {
@@ -96,10 +138,8 @@ LoadedPlugin load_plugin_file(const std::string& path) {
     return fail(fmt::format("ABI version mismatch: plugin has {}, this xhal needs {}",
                             plugin.api.abi_version, XHAL_PLUGIN_ABI_VERSION));
   }
-  if (plugin.api.struct_size < sizeof(xhal_plugin_api) || plugin.api.backend == nullptr ||
-      plugin.api.device_count == nullptr || plugin.api.malloc == nullptr ||
-      plugin.api.free == nullptr || plugin.api.memcpy == nullptr || plugin.api.last_error == nullptr) {
-    return fail("the plugin's function table is incomplete (struct_size or required members)");
+  if (const char* missing = missing_member(plugin.api)) {
+    return fail(fmt::format("the plugin's function table is incomplete: {} is not set", missing));
   }
   auto type = backend_names::lookup(plugin.api.backend);
   if (!type || device_type_name(*type) != plugin.api.backend) {

@@ -135,11 +135,11 @@ const char* Registry::refusal(const Impl& impl, const xhal_op_call& call, bool r
   return nullptr;
 }
 
-const xhal_kernel_desc* Registry::pick(DeviceType backend, const xhal_op_call& call) const {
+std::shared_ptr<const Registry::Impl> Registry::pick(DeviceType backend, const xhal_op_call& call) const {
   const bool reference_only = force_reference_[size_t(call.op)];
   bool refused_better = false;
   for (const auto& impl : table_[slot(Op(call.op), backend, DType(call.dtype))]) {
-    if (refusal(*impl, call, reference_only, &refused_better) == nullptr) return &impl->desc;
+    if (refusal(*impl, call, reference_only, &refused_better) == nullptr) return impl;
   }
   return nullptr;
 }
@@ -181,7 +181,9 @@ registry::Explanation Registry::explain_choice(DeviceType backend, const xhal_op
 void Registry::dispatch(DeviceType backend, const xhal_op_call& call, Ran* ran) {
   // The common path picks a kernel without building an explanation (no strings, no allocation);
   // the explanation is built only for explain() or for the error when nothing supports the call.
-  const xhal_kernel_desc* kernel = nullptr;
+  // The kernel is held by reference count, not pointer: unregister_kernel may remove it from the
+  // table while it runs (the lock is not held during the run).
+  std::shared_ptr<const Impl> kernel;
   if (t_explaining == nullptr) {
     std::shared_lock lock(mutex_);
     kernel = pick(backend, call);
@@ -197,16 +199,16 @@ void Registry::dispatch(DeviceType backend, const xhal_op_call& call, Ran* ran) 
     t_explaining = nullptr;  // only the first op is explained; later ones are skipped
     return;
   }
-  run_kernel(*kernel, call, ran);
+  run_kernel(kernel->desc, call, ran);
 }
 
 void Registry::run_reference(DeviceType backend, const xhal_op_call& call, Ran* ran) {
-  const xhal_kernel_desc* kernel = nullptr;
+  std::shared_ptr<const Impl> kernel;
   {
     std::shared_lock lock(mutex_);
     for (const auto& impl : table_[slot(Op(call.op), backend, DType(call.dtype))]) {
       if (impl->desc.is_reference) {
-        kernel = &impl->desc;
+        kernel = impl;
         break;
       }
     }
@@ -216,16 +218,34 @@ void Registry::run_reference(DeviceType backend, const xhal_op_call& call, Ran* 
                                                op_name(Op(call.op)), device_type_name(backend),
                                                dtype_name(DType(call.dtype))));
   }
-  run_kernel(*kernel, call, ran);
+  run_kernel(kernel->desc, call, ran);
 }
 
 void Registry::run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& call, Ran* ran) {
   if (ran != nullptr) *ran = {kernel.name, kernel.is_reference != 0, kernel.rtol, kernel.atol};
   char message[512] = {};
-  xhal_status status = kernel.run(&call, message, sizeof message);
+  xhal_status status = XHAL_OK;
+  std::string thrown;
+  try {
+    status = kernel.run(&call, message, sizeof message);
+  } catch (const Error&) {
+    throw;  // a kernel registered in-process through registry::register_kernel
+  } catch (const std::exception& e) {
+    // A C++ plugin's exception must not unwind into the caller as something other than an
+    // xhal::Error (the kernel broke the C ABI's contract, but the caller still gets an answer).
+    status = XHAL_ERR_INTERNAL;
+    thrown = fmt::format("threw {}", e.what());
+  } catch (...) {
+    status = XHAL_ERR_INTERNAL;
+    thrown = "threw an exception of unknown type";
+  }
   if (status != XHAL_OK) {
-    throw_status(status, fmt::format("xhal::ops::{}: kernel {} failed: {}", op_name(Op(call.op)),
-                                     kernel.name, message[0] ? message : "no message"));
+    message[sizeof message - 1] = '\0';
+    throw_status(status, fmt::format("xhal::ops::{}: kernel {} failed: {} (the op's outputs are "
+                                     "undefined; its inputs are unchanged unless it updates them "
+                                     "in place)",
+                                     op_name(Op(call.op)), kernel.name,
+                                     !thrown.empty() ? thrown.c_str() : message[0] ? message : "no message"));
   }
 }
 

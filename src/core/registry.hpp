@@ -56,7 +56,7 @@ class Registry {
   // higher-priority kernel refused (which XHAL_STRICT turns into a refusal of the rest).
   const char* refusal(const Impl& impl, const xhal_op_call& call, bool reference_only,
                       bool* refused_better) const;
-  const xhal_kernel_desc* pick(DeviceType backend, const xhal_op_call& call) const;
+  std::shared_ptr<const Impl> pick(DeviceType backend, const xhal_op_call& call) const;
   registry::Explanation explain_choice(DeviceType backend, const xhal_op_call& call) const;
   static void run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& call, Ran* ran);
 

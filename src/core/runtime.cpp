@@ -53,6 +53,11 @@ BackendInfo Runtime::load(const std::string& path) {
     auto state = std::make_unique<BackendState>();
     char reason[512] = {};
     int count = plugin.api.device_count(reason, sizeof reason);
+    reason[sizeof reason - 1] = '\0';
+    if (count < 0) {  // the contract says 0 and a reason; a negative count is the plugin's bug
+      log().warn("plugin {}: device_count returned {}; taken as no devices", path, count);
+      count = 0;
+    }
     plugin.info.reason = count > 0 ? "" : (reason[0] ? reason : "no devices");
     for (int i = 0; i < count; ++i) {
       xhal_device_props p{};
