@@ -63,6 +63,19 @@ int main(void) {
   CHECK(strstr(xhal_last_error(), "xhal::ops::rms_norm") != NULL);
   CHECK(strstr(xhal_last_error(), "'weight'") != NULL);
   CHECK(xhal_rms_norm(NULL, &tw, 0.0f, &to, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  /* Malformed DLTensors (as the fuzz target makes them): named by function and argument. */
+  DLTensor tweird = tensor(w, f32, 1, ws);
+  tweird.dtype.lanes = 4;
+  CHECK(xhal_rms_norm(&tx, &tweird, 0.0f, &to, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "xhal_rms_norm: argument 'weight': DLPack dtype") != NULL);
+  tweird = tensor(w, f32, 1, ws);
+  tweird.shape = NULL;
+  CHECK(xhal_rms_norm(&tx, &tweird, 0.0f, &to, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "argument 'weight': TensorView::from_dlpack: ndim is 1 but shape is NULL") != NULL);
+  tweird = tensor(w, f32, 1, ws);
+  *(int32_t*)&tweird.device.device_type = 99; /* C may store any value in the enum */
+  CHECK(xhal_rms_norm(&tx, &tweird, 0.0f, &to, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "DLPack device type 99 is not supported") != NULL);
 
   /* attention with one key returns v; lse is the score. */
   float q[4] = {1, 0, 0, 0}, k[4] = {2, 0, 0, 0}, v[4] = {5, 6, 7, 8}, o[4], lse[1];

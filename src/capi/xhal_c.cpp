@@ -35,17 +35,23 @@ void copy_name(const std::string& text, char* out, size_t len) {
   if (out != nullptr && len > 0) std::snprintf(out, len, "%s", text.c_str());
 }
 
+// The DLTensor as a view; a malformed one (rank, dtype, device) is an error naming the function and
+// the argument.
 xhal::TensorView view(const DLTensor* t, const char* op, const char* arg) {
   if (t == nullptr) {
     throw xhal::Error(xhal::Errc::invalid_argument,
                       std::string("xhal_") + op + ": argument '" + arg + "': expected a tensor, got NULL");
   }
-  return xhal::TensorView::from_dlpack(*t);
+  try {
+    return xhal::TensorView::from_dlpack(*t);
+  } catch (const xhal::Error& e) {
+    throw xhal::Error(e.code(), std::string("xhal_") + op + ": argument '" + arg + "': " + e.what());
+  }
 }
 
-std::optional<xhal::TensorView> optional_view(const DLTensor* t) {
+std::optional<xhal::TensorView> optional_view(const DLTensor* t, const char* op, const char* arg) {
   if (t == nullptr) return std::nullopt;
-  return xhal::TensorView::from_dlpack(*t);
+  return view(t, op, arg);
 }
 
 xhal::AttentionParams attention_params(const xhal_attention_params* p) {
@@ -109,7 +115,7 @@ xhal_status xhal_attention(const DLTensor* q, const DLTensor* k, const DLTensor*
                            const xhal_attention_params* params, const DLTensor* lse, void* stream) {
   return guarded([&] {
     auto o = view(out, "attention", "out");
-    auto l = optional_view(lse);
+    auto l = optional_view(lse, "attention", "lse");
     auto s = stream_for(o, stream);
     xhal::ops::attention(view(q, "attention", "q"), view(k, "attention", "k"),
                          view(v, "attention", "v"), o, attention_params(params), ptr(l), ptr(s));
@@ -124,7 +130,7 @@ xhal_status xhal_attention_varlen(const DLTensor* q, const DLTensor* k, const DL
   return guarded([&] {
     const char* op = "attention_varlen";
     auto o = view(out, op, "out");
-    auto l = optional_view(lse);
+    auto l = optional_view(lse, op, "lse");
     auto s = stream_for(o, stream);
     xhal::ops::attention_varlen(view(q, op, "q"), view(k, op, "k"), view(v, op, "v"),
                                 view(cu_q, op, "cu_seqlens_q"), view(cu_k, op, "cu_seqlens_k"), max_q,
@@ -211,7 +217,7 @@ xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bi
                         const DLTensor* out, void* stream) {
   return guarded([&] {
     auto o = view(out, "linear", "out");
-    auto b = optional_view(bias);
+    auto b = optional_view(bias, "linear", "bias");
     auto s = stream_for(o, stream);
     xhal::ops::linear(view(x, "linear", "x"), view(w, "linear", "w"), ptr(b), o, ptr(s));
   });

@@ -1,8 +1,8 @@
 #include "xhal/tensor_view.hpp"
 
-#include <optional>
-
 #include <algorithm>
+#include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -74,16 +74,25 @@ TensorView::TensorView(void* data, DType dtype, const std::vector<int64_t>& shap
 }
 
 TensorView TensorView::from_dlpack(const DLTensor& t) {
-  auto type = device_type_from_dlpack(t.device.device_type);
+  // Read as an integer: a C caller may store any value in the enum, which C++ must not load as
+  // DLDeviceType.
+  int32_t raw_type = 0;
+  static_assert(sizeof(t.device.device_type) == sizeof raw_type);
+  std::memcpy(&raw_type, &t.device.device_type, sizeof raw_type);
+  auto type = device_type_from_dlpack(raw_type);
   if (!type) {
     throw Error(Errc::invalid_argument,
                 fmt::format("TensorView::from_dlpack: DLPack device type {} is not supported; "
                             "expected CPU, CUDA, ROCM or OneAPI",
-                            static_cast<int>(t.device.device_type)));
+                            raw_type));
   }
   if (t.ndim < 0 || t.ndim > kMaxRank) {
     throw Error(Errc::invalid_argument,
                 fmt::format("TensorView::from_dlpack: ndim {} is outside 0..{}", t.ndim, kMaxRank));
+  }
+  if (t.ndim > 0 && t.shape == nullptr) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("TensorView::from_dlpack: ndim is {} but shape is NULL", t.ndim));
   }
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
   void* data = static_cast<char*>(t.data) + t.byte_offset;

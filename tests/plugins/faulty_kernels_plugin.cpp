@@ -31,16 +31,9 @@ xhal_status throws(const xhal_op_call*, char*, size_t) {
   throw std::logic_error("simulated bug in a vendor kernel");
 }
 
-void add(const xhal_host_api* host, const char* name, xhal_op op, decltype(xhal_kernel_desc::run) run) {
-  xhal_kernel_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.name = name;
-  desc.op = op;
-  desc.dtype = XHAL_DTYPE_F32;
-  desc.is_reference = 1;
-  desc.rtol = desc.atol = 1e-5;
-  desc.run = run;
-  host->register_kernel(host->ctx, &desc);
+void add(const xhal_host_api* host, const char* name, xhal_op op,
+         xhal_status (*run)(const xhal_op_call*, char*, size_t)) {
+  register_f32_kernel(host, name, op, run, 0, 1);
 }
 
 }  // namespace

@@ -103,17 +103,26 @@ static xhal_status never_run(const xhal_op_call* call, char* msg, size_t len) {
   return XHAL_ERR_INTERNAL;
 }
 
-/* Registers an f32 rms_norm kernel named `name` that would win every dispatch if it were kept. */
-static void register_doomed_kernel(const xhal_host_api* host, const char* name) {
+/* Registers an f32 kernel; a reference kernel gets a tight accuracy class. */
+static void register_f32_kernel(const xhal_host_api* host, const char* name, xhal_op op,
+                                xhal_status (*run)(const xhal_op_call*, char*, size_t),
+                                int32_t priority, int32_t is_reference) {
   xhal_kernel_desc desc;
   memset(&desc, 0, sizeof desc);
   desc.struct_size = sizeof desc;
   desc.name = name;
-  desc.op = XHAL_OP_RMS_NORM;
+  desc.op = op;
   desc.dtype = XHAL_DTYPE_F32;
-  desc.priority = 1000;
-  desc.run = never_run;
+  desc.priority = priority;
+  desc.is_reference = is_reference;
+  desc.rtol = desc.atol = 1e-5;
+  desc.run = run;
   host->register_kernel(host->ctx, &desc);
+}
+
+/* Registers an f32 rms_norm kernel named `name` that would win every dispatch if it were kept. */
+static void register_doomed_kernel(const xhal_host_api* host, const char* name) {
+  register_f32_kernel(host, name, XHAL_OP_RMS_NORM, never_run, 1000, 0);
 }
 
 #endif
