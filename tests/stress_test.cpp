@@ -1,8 +1,8 @@
 // Concurrency stress test, built and run under ThreadSanitizer by .ci/run (and as a plain test by
 // tools/test.sh): 8 threads start the runtime together, then dispatch ops while allocating and
 // freeing on several streams, while kernels are registered and unregistered, and while the trace
-// and the shadow check are switched on and off. Each thread checks its own results; TSan checks
-// the rest. The host-streams test plugin (tests/plugins/host_streams_plugin.c) gives the ze
+// and the shadow check are switched on and off, and while the trace waits for device time. Each
+// thread checks its own results; TSan checks the rest. The host-streams test plugin (tests/plugins/host_streams_plugin.c) gives the ze
 // backend real stream and event handles, so the allocator's cross-stream paths run.
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <latch>
 #include <mutex>
 #include <random>
@@ -195,6 +196,30 @@ TEST(Stress, InstrumentationToggledDuringDispatch) {
   });
   EXPECT_EQ(failures, 0);
   for (const auto& row : check_summary()) EXPECT_EQ(row.failed, 0) << op_name(row.op);
+  std::filesystem::remove(trace);
+}
+
+// Device time in the trace: events of ze calls wait for their end event (the test plugin's events
+// complete at the second query) and are all written, with device_time_us, by stop_trace.
+TEST(Stress, TraceDeviceTimeFromManyThreads) {
+  const auto trace = std::filesystem::temp_directory_path() / ("xhal_stress_device_time_" + std::to_string(getpid()) + ".json");
+  constexpr int kCalls = 40;
+  start_trace(trace.string());
+  on_threads([&](int t) {
+    Stream own = DeviceManager::instance().create_stream(kStreams);
+    std::mt19937 rng{static_cast<uint32_t>(t)};
+    for (int i = 0; i < kCalls; ++i) (void)rms_norm_error(kStreams, &own, 2, 64, rng());
+  });
+  stop_trace();
+  std::ifstream in(trace);
+  int ze_events = 0, timed = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"device\":\"ze:0\"") == std::string::npos) continue;
+    ++ze_events;
+    if (line.find("\"device_time_us\":") != std::string::npos) ++timed;
+  }
+  EXPECT_EQ(ze_events, kThreads * kCalls);
+  EXPECT_EQ(timed, ze_events);
   std::filesystem::remove(trace);
 }
 

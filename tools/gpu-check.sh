@@ -4,7 +4,7 @@
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
-# memcheck, bench, linear, comm, peers. The build always runs.
+# trace, memcheck, bench, linear, comm, peers. The build always runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -18,7 +18,7 @@ quick=""
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
-stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,memcheck,bench,linear,comm,peers},"
+stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,trace,memcheck,bench,linear,comm,peers},"
 want() { [[ $stages == *",$1,"* ]]; }
 
 # DLPack's header: Debian's package where present, else a copy shipped in a Python package.
@@ -108,6 +108,13 @@ if want check; then
     >"$out/conformance_check.txt" 2>&1
   note "cuda conformance under XHAL_CHECK=cpu, throw: exit $? $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance_check.txt" | tr '\n' ' ')"
   grep -A12 '^xhal shadow check' "$out/conformance_check.txt"
+fi
+if want trace; then
+  # The trace with device time from timed events (no shadow check: its copies are not the op's).
+  XHAL_TRACE="$out/llama_device_trace.json" "$build/bin/llama_block" \
+    >"$out/llama_trace_run.txt" 2>&1
+  note "llama_block traced on cuda: exit $?, $(grep -c '"device":"cuda' "$out/llama_device_trace.json") cuda events, $(grep -c device_time_us "$out/llama_device_trace.json") with device time"
+  "$build/bin/xhal-info" --trace-summary "$out/llama_device_trace.json" --top 8 2>&1 | tee "$out/device_trace_summary.txt"
 fi
 if want memcheck && command -v compute-sanitizer >/dev/null; then
   XHAL_ALLOCATOR=direct timeout 400 compute-sanitizer --tool memcheck --error-exitcode 3 \

@@ -95,6 +95,17 @@ xhal_status event_create(int32_t device, void** event) {
                "create event");
 }
 
+xhal_status timed_event_create(int32_t device, void** event) {
+  if (auto s = use(device); s != XHAL_OK) return s;
+  return check(gpuEventCreateWithFlags(reinterpret_cast<gpuEvent_t*>(event), gpuEventDefault),
+               "create timed event");
+}
+
+xhal_status event_elapsed_ms(int32_t, void* start, void* end, float* ms) {
+  return check(gpuEventElapsedTime(ms, static_cast<gpuEvent_t>(start), static_cast<gpuEvent_t>(end)),
+               "event elapsed time");
+}
+
 xhal_status event_destroy(int32_t, void* event) {
   return check(gpuEventDestroy(static_cast<gpuEvent_t>(event)), "destroy event");
 }
@@ -142,6 +153,8 @@ void fill_device_api(xhal_plugin_api* api) {
   api->event_synchronize = event_synchronize;
   api->stream_wait_event = stream_wait_event;
   api->last_error = last_error;
+  api->timed_event_create = timed_event_create;
+  api->event_elapsed_ms = event_elapsed_ms;
 }
 
 const char* runtime_versions() {

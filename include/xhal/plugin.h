@@ -194,7 +194,15 @@ typedef struct xhal_plugin_api {
   const char* (*last_error)(void);
   void (*shutdown)(void); /* (optional) called once at process exit */
   const xhal_comm_api* comm; /* (optional) collectives; NULL when the backend has none */
+  /* (optional) Timing, for the trace's device time: an event that records when the stream reached
+   * it (destroyed with event_destroy, recorded with event_record), and the milliseconds between two
+   * completed ones. Members from here on are read only when the plugin's struct_size covers them. */
+  xhal_status (*timed_event_create)(int32_t device, void** event);
+  xhal_status (*event_elapsed_ms)(int32_t device, void* start, void* end, float* ms);
 } xhal_plugin_api;
+
+/* The table's size up to its last member every plugin of this ABI version has. */
+#define XHAL_PLUGIN_API_MIN_SIZE offsetof(xhal_plugin_api, timed_event_create)
 
 typedef xhal_status (*xhal_plugin_init_fn)(const xhal_host_api* host, xhal_plugin_api* api,
                                            char* reason, size_t reason_len);

@@ -1,9 +1,11 @@
 // Op tracing: every op call becomes an event of a Chrome/Perfetto trace (JSON array format, one
 // event per line, loadable in ui.perfetto.dev or chrome://tracing): op, kernel, backend, device,
-// stream, dtype, argument shapes, bytes moved and host time (on a GPU, the launch: device time is
-// not recorded yet). XHAL_TRACE=<file> starts a trace at the first op; `xhal-info --trace-summary <file>` prints the top ops by time.
-// Each event is written when its call returns, so a trace is readable after a crash (its closing
-// bracket is optional). Off: one branch per op call.
+// stream, dtype, argument shapes, bytes moved, host time and, on backends with timed events
+// (GPUs), device time between events recorded on the op's stream around the kernel.
+// XHAL_TRACE=<file> starts a trace at the first op; `xhal-info --trace-summary <file>` prints the
+// top ops by time. Each event is written when its call returns (with device time: once the device
+// has finished it, at a later call or at stop_trace), so a trace is readable after a crash (its
+// closing bracket is optional). Off: one branch per op call.
 #pragma once
 
 #include <string>

@@ -60,6 +60,8 @@ using gpuMemcpyKind = hipMemcpyKind;
 #define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuEventCreateWithFlags hipEventCreateWithFlags
 #define gpuEventDisableTiming hipEventDisableTiming
+#define gpuEventDefault hipEventDefault
+#define gpuEventElapsedTime hipEventElapsedTime
 #define gpuEventDestroy hipEventDestroy
 #define gpuEventRecord hipEventRecord
 #define gpuEventQuery hipEventQuery
@@ -128,6 +130,8 @@ using gpuMemcpyKind = cudaMemcpyKind;
 #define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuEventCreateWithFlags cudaEventCreateWithFlags
 #define gpuEventDisableTiming cudaEventDisableTiming
+#define gpuEventDefault cudaEventDefault
+#define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuEventDestroy cudaEventDestroy
 #define gpuEventRecord cudaEventRecord
 #define gpuEventQuery cudaEventQuery

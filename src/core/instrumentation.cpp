@@ -39,9 +39,12 @@ void run(const xhal_op_call& call, Device device) {
   // The trace times the kernel alone, not the shadow check's copies around it.
   auto dispatch = [&](Registry::Ran* ran) {
     if (!(flags & kTrace)) return Registry::get().dispatch(device.type, call, ran);
+    trace::DeviceTiming timing(call, device);
     const int64_t start = trace::now_ns();
     Registry::get().dispatch(device.type, call, ran);
-    trace::record_op(call, device, *ran, start, trace::now_ns());
+    const int64_t end = trace::now_ns();
+    timing.stop();
+    trace::record_op(call, device, *ran, start, end, timing);
   };
   if (flags & kCheck) return run_checked(call, device, dispatch);
   Registry::Ran ran;

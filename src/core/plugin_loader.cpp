@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -63,7 +64,7 @@ namespace {
 
 // The first required member of the table a plugin left unset (plugin.h marks the optional ones).
 const char* missing_member(const xhal_plugin_api& api) {
-  if (api.struct_size < sizeof(xhal_plugin_api)) return "struct_size";
+  if (api.struct_size < XHAL_PLUGIN_API_MIN_SIZE) return "struct_size";
   const std::pair<const char*, bool> required[] = {
       {"backend", api.backend != nullptr},
       {"device_count", api.device_count != nullptr},
@@ -140,6 +141,10 @@ LoadedPlugin load_plugin_file(const std::string& path) {
   }
   if (const char* missing = missing_member(plugin.api)) {
     return fail(fmt::format("the plugin's function table is incomplete: {} is not set", missing));
+  }
+  if (plugin.api.struct_size < sizeof(xhal_plugin_api)) {  // built before the optional tail
+    std::memset(reinterpret_cast<char*>(&plugin.api) + plugin.api.struct_size, 0,
+                sizeof(xhal_plugin_api) - plugin.api.struct_size);
   }
   auto type = backend_names::lookup(plugin.api.backend);
   if (!type || device_type_name(*type) != plugin.api.backend) {

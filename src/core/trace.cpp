@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include "core/instrumentation.hpp"
 #include "core/json_text.hpp"
 #include "core/op_slots.hpp"
+#include "core/runtime.hpp"
 #include "xhal/dtype.hpp"
 #include "xhal/error.hpp"
 #include "xhal/tensor_view.hpp"
@@ -24,11 +26,22 @@ namespace {
 
 // The open trace file. Events are appended under the mutex, one per line, each followed by a
 // comma except that the closing bracket written by stop_trace() follows the last one.
+// A call whose event waits for its device time: the event's text up to its last argument, and the
+// two timed events.
+struct PendingEvent {
+  std::string head;
+  const xhal_plugin_api* api;
+  int32_t device;
+  void* start;
+  void* end;
+};
+
 struct TraceFile {
   std::mutex mutex;
   std::FILE* file = nullptr;
   bool first_event = true;
   bool close_at_exit = false;
+  std::vector<PendingEvent> pending;  // in call order
 };
 TraceFile& trace_file() {
   static TraceFile* t = new TraceFile;  // never destroyed: the exit handler closes the file
@@ -46,6 +59,26 @@ void write_event(TraceFile& t, const std::string& json) {
   std::fprintf(t.file, "%s%s", t.first_event ? "" : ",\n", json.c_str());
   t.first_event = false;
   std::fflush(t.file);  // a crash leaves every finished call in the file
+}
+
+// Writes the pending events whose device work has finished (all of them, waiting, when `wait`);
+// an event whose timing fails is written without device time. Called with the file's lock held.
+void resolve_pending(TraceFile& t, bool wait) {
+  size_t done = 0;
+  for (; done < t.pending.size(); ++done) {
+    PendingEvent& p = t.pending[done];
+    const xhal_status ready = wait ? p.api->event_synchronize(p.device, p.end) : p.api->event_query(p.device, p.end);
+    if (ready == XHAL_NOT_READY) break;  // later calls on the same stream are not done either
+    float ms = 0;
+    const bool timed = ready == XHAL_OK && p.api->event_elapsed_ms(p.device, p.start, p.end, &ms) == XHAL_OK;
+    if (t.file != nullptr) {
+      write_event(t, timed ? fmt::format("{},\"device_time_us\":{:.3f}}}}}", p.head, double(ms) * 1e3)
+                           : p.head + "}}");
+    }
+    p.api->event_destroy(p.device, p.start);
+    p.api->event_destroy(p.device, p.end);
+  }
+  t.pending.erase(t.pending.begin(), t.pending.begin() + std::ptrdiff_t(done));
 }
 
 // Bytes an op moves: every tensor argument read once, every written one written once (in/out
@@ -73,19 +106,49 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin).count();
 }
 
+DeviceTiming::DeviceTiming(const xhal_op_call& call, Device device) {
+  const xhal_plugin_api& api = Runtime::get().api(device);
+  if (api.timed_event_create == nullptr || api.event_elapsed_ms == nullptr) return;
+  api_ = &api;
+  device_ = call.device_index;
+  stream_ = call.stream;
+  if (api.timed_event_create(device_, &start_) != XHAL_OK || api.timed_event_create(device_, &end_) != XHAL_OK ||
+      api.event_record(device_, start_, stream_) != XHAL_OK) {
+    release();  // no device time for this call; its host time is still traced
+  }
+}
+
+DeviceTiming::~DeviceTiming() { release(); }
+
+void DeviceTiming::release() {
+  if (start_ != nullptr) api_->event_destroy(device_, start_);
+  if (end_ != nullptr) api_->event_destroy(device_, end_);
+  start_ = end_ = nullptr;
+}
+
+void DeviceTiming::stop() {
+  if (end_ != nullptr && api_->event_record(device_, end_, stream_) != XHAL_OK) release();
+}
+
 void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns,
-               int64_t end_ns) {
+               int64_t end_ns, DeviceTiming& timing) {
   // Formatted before taking the file's lock, which only orders the writes.
-  const std::string event = fmt::format(
+  std::string head = fmt::format(
       R"({{"name":{},"cat":"op","ph":"X","ts":{:.3f},"dur":{:.3f},"pid":{},"tid":{},)"
-      R"("args":{{"kernel":{},"backend":{},"device":{},"stream":"{}","dtype":{},"shapes":{},"bytes":{}}}}})",
+      R"("args":{{"kernel":{},"backend":{},"device":{},"stream":"{}","dtype":{},"shapes":{},"bytes":{})",
       json_string(op_name(Op(call.op))), double(start_ns) / 1e3, double(end_ns - start_ns) / 1e3, getpid(),
       thread_number(), json_string(ran.kernel), json_string(device_type_name(device.type)), json_string(device.str()),
       fmt::ptr(call.stream), json_string(dtype_name(DType(call.dtype))), json_string(describe_shapes(call)),
       bytes_moved(call));
   TraceFile& t = trace_file();
   std::lock_guard lock(t.mutex);
-  if (t.file != nullptr) write_event(t, event);
+  if (t.file != nullptr && timing.start_ != nullptr && timing.end_ != nullptr) {
+    t.pending.push_back({std::move(head), timing.api_, timing.device_, timing.start_, timing.end_});
+    timing.start_ = timing.end_ = nullptr;  // the pending event owns them now
+  } else if (t.file != nullptr) {
+    write_event(t, head + "}}");
+  }
+  resolve_pending(t, false);
 }
 
 }  // namespace trace
@@ -122,6 +185,7 @@ void stop_trace() {
   std::lock_guard lock(t.mutex);
   if (t.file == nullptr) return;
   instrumentation::set(instrumentation::kTrace, false);
+  resolve_pending(t, true);
   std::fputs("\n]\n", t.file);
   std::fclose(t.file);
   t.file = nullptr;

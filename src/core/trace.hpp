@@ -1,5 +1,5 @@
 // The op trace behind include/xhal/trace.hpp: one Chrome/Perfetto "complete" event per op call,
-// appended to the file as the call returns.
+// appended to the file as the call returns (on GPUs, once the device has timed it).
 #pragma once
 
 #include <cstdint>
@@ -21,9 +21,31 @@ void open_trace(const std::string& path);
 // Host nanoseconds on the trace's clock.
 int64_t now_ns();
 
+// Device time of one call: a timed event recorded on the call's stream before the kernel and one
+// after. Empty (start == nullptr) when the backend has no timed events (the CPU: host time is its
+// device time) or they could not be made. Destroys its events unless handed to record_op.
+class DeviceTiming {
+ public:
+  DeviceTiming(const xhal_op_call& call, Device device);  // records the start event
+  ~DeviceTiming();
+  DeviceTiming(const DeviceTiming&) = delete;
+  DeviceTiming& operator=(const DeviceTiming&) = delete;
+  void stop();  // records the end event
+
+ private:
+  void release();  // destroys the events it still owns
+  friend void record_op(const xhal_op_call&, Device, const Registry::Ran&, int64_t, int64_t, DeviceTiming&);
+  const xhal_plugin_api* api_ = nullptr;
+  int32_t device_ = 0;
+  void* stream_ = nullptr;
+  void* start_ = nullptr;
+  void* end_ = nullptr;
+};
+
 // Appends the event of one call that ran `ran` from start_ns to end_ns (nothing if no trace is
-// open).
+// open). With device timing, the event is written once its end event has completed (checked at
+// each later call, and waited for by stop_trace) with args.device_time_us.
 void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns,
-               int64_t end_ns);
+               int64_t end_ns, DeviceTiming& timing);
 
 }  // namespace xhal::trace

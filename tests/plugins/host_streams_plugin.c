@@ -1,14 +1,17 @@
 /* A host-memory backend with real stream and event handles, for the stress test: streams are
  * distinct tokens, and an event reports XHAL_NOT_READY to its first query after each record, so
- * the caching allocator's cross-stream reuse path (a freed block waits for its event) runs. It
- * claims the ze backend and has one kernel, a plain f32 rms_norm. */
+ * the caching allocator's cross-stream reuse path (a freed block waits for its event) and the
+ * trace's deferred device time run. Timed events keep the host clock at record. It claims the ze
+ * backend and has one kernel, a plain f32 rms_norm. */
 #include <math.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "test_plugin_support.h"
 
 typedef struct {
   atomic_int pending_queries;
+  atomic_llong recorded_ns;
 } host_event;
 
 static xhal_status make_stream(int32_t device, void** stream) {
@@ -26,13 +29,24 @@ static xhal_status make_event(int32_t device, void** event) {
   host_event* e = malloc(sizeof *e);
   if (!e) return XHAL_ERR_OUT_OF_MEMORY;
   atomic_init(&e->pending_queries, 0);
+  atomic_init(&e->recorded_ns, 0);
   *event = e;
   return XHAL_OK;
 }
 static xhal_status record(int32_t device, void* event, void* stream) {
   (void)device;
   (void)stream;
-  if (event) atomic_store(&((host_event*)event)->pending_queries, 1);
+  if (event) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    atomic_store(&((host_event*)event)->recorded_ns, (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+    atomic_store(&((host_event*)event)->pending_queries, 1);
+  }
+  return XHAL_OK;
+}
+static xhal_status elapsed_ms(int32_t device, void* start, void* end, float* ms) {
+  (void)device;
+  *ms = (float)(atomic_load(&((host_event*)end)->recorded_ns) - atomic_load(&((host_event*)start)->recorded_ns)) / 1e6f;
   return XHAL_OK;
 }
 static xhal_status query(int32_t device, void* event) {
@@ -78,6 +92,8 @@ xhal_status xhal_plugin_init(const xhal_host_api* host, xhal_plugin_api* api, ch
   api->stream_create = make_stream;
   api->stream_destroy = destroy_handle;
   api->event_create = make_event;
+  api->timed_event_create = make_event;
+  api->event_elapsed_ms = elapsed_ms;
   api->event_destroy = destroy_handle;
   api->event_record = record;
   api->event_query = query;
