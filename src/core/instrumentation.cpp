@@ -1,6 +1,7 @@
 #include "core/instrumentation.hpp"
 
 #include <mutex>
+#include <utility>
 
 #include "core/registry.hpp"
 #include "core/shadow_check.hpp"
@@ -44,7 +45,7 @@ void run(const xhal_op_call& call, Device device) {
     Registry::get().dispatch(device.type, call, ran);
     const int64_t end = trace::now_ns();
     timing.stop();
-    trace::record_op(call, device, *ran, start, end, timing);
+    trace::record_op(call, device, *ran, start, end, std::move(timing));
   };
   if (flags & kCheck) return run_checked(call, device, dispatch);
   Registry::Ran ran;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,14 +27,11 @@ namespace {
 
 // The open trace file. Events are appended under the mutex, one per line, each followed by a
 // comma except that the closing bracket written by stop_trace() follows the last one.
-// A call whose event waits for its device time: the event's text up to its last argument, and the
-// two timed events.
+// A call whose event waits for its device time: the event's text up to its last argument, and its
+// timing.
 struct PendingEvent {
   std::string head;
-  const xhal_plugin_api* api;
-  int32_t device;
-  void* start;
-  void* end;
+  trace::DeviceTiming timing;
 };
 
 struct TraceFile {
@@ -66,17 +64,13 @@ void write_event(TraceFile& t, const std::string& json) {
 void resolve_pending(TraceFile& t, bool wait) {
   size_t done = 0;
   for (; done < t.pending.size(); ++done) {
-    PendingEvent& p = t.pending[done];
-    const xhal_status ready = wait ? p.api->event_synchronize(p.device, p.end) : p.api->event_query(p.device, p.end);
+    const PendingEvent& p = t.pending[done];
+    const xhal_status ready = p.timing.finished(wait);
     if (ready == XHAL_NOT_READY) break;  // later calls on the same stream are not done either
-    float ms = 0;
-    const bool timed = ready == XHAL_OK && p.api->event_elapsed_ms(p.device, p.start, p.end, &ms) == XHAL_OK;
+    const auto device_us = ready == XHAL_OK ? p.timing.elapsed_us() : std::nullopt;
     if (t.file != nullptr) {
-      write_event(t, timed ? fmt::format("{},\"device_time_us\":{:.3f}}}}}", p.head, double(ms) * 1e3)
-                           : p.head + "}}");
+      write_event(t, device_us ? fmt::format("{},\"device_time_us\":{:.3f}}}}}", p.head, *device_us) : p.head + "}}");
     }
-    p.api->event_destroy(p.device, p.start);
-    p.api->event_destroy(p.device, p.end);
   }
   t.pending.erase(t.pending.begin(), t.pending.begin() + std::ptrdiff_t(done));
 }
@@ -120,6 +114,20 @@ DeviceTiming::DeviceTiming(const xhal_op_call& call, Device device) {
 
 DeviceTiming::~DeviceTiming() { release(); }
 
+DeviceTiming::DeviceTiming(DeviceTiming&& other) noexcept { *this = std::move(other); }
+
+DeviceTiming& DeviceTiming::operator=(DeviceTiming&& other) noexcept {
+  if (this != &other) {
+    release();
+    api_ = other.api_;
+    device_ = other.device_;
+    stream_ = other.stream_;
+    start_ = std::exchange(other.start_, nullptr);
+    end_ = std::exchange(other.end_, nullptr);
+  }
+  return *this;
+}
+
 void DeviceTiming::release() {
   if (start_ != nullptr) api_->event_destroy(device_, start_);
   if (end_ != nullptr) api_->event_destroy(device_, end_);
@@ -130,8 +138,18 @@ void DeviceTiming::stop() {
   if (end_ != nullptr && api_->event_record(device_, end_, stream_) != XHAL_OK) release();
 }
 
+xhal_status DeviceTiming::finished(bool wait) const {
+  return wait ? api_->event_synchronize(device_, end_) : api_->event_query(device_, end_);
+}
+
+std::optional<double> DeviceTiming::elapsed_us() const {
+  float ms = 0;
+  if (api_->event_elapsed_ms(device_, start_, end_, &ms) != XHAL_OK) return std::nullopt;
+  return double(ms) * 1e3;
+}
+
 void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns,
-               int64_t end_ns, DeviceTiming& timing) {
+               int64_t end_ns, DeviceTiming timing) {
   // Formatted before taking the file's lock, which only orders the writes.
   std::string head = fmt::format(
       R"({{"name":{},"cat":"op","ph":"X","ts":{:.3f},"dur":{:.3f},"pid":{},"tid":{},)"
@@ -142,9 +160,8 @@ void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran
       bytes_moved(call));
   TraceFile& t = trace_file();
   std::lock_guard lock(t.mutex);
-  if (t.file != nullptr && timing.start_ != nullptr && timing.end_ != nullptr) {
-    t.pending.push_back({std::move(head), timing.api_, timing.device_, timing.start_, timing.end_});
-    timing.start_ = timing.end_ = nullptr;  // the pending event owns them now
+  if (t.file != nullptr && timing.timed()) {
+    t.pending.push_back({std::move(head), std::move(timing)});
   } else if (t.file != nullptr) {
     write_event(t, head + "}}");
   }

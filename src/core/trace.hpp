@@ -22,19 +22,25 @@ void open_trace(const std::string& path);
 int64_t now_ns();
 
 // Device time of one call: a timed event recorded on the call's stream before the kernel and one
-// after. Empty (start == nullptr) when the backend has no timed events (the CPU: host time is its
-// device time) or they could not be made. Destroys its events unless handed to record_op.
+// after. Empty when the backend has no timed events (the CPU: host time is its device time) or
+// they could not be made. Owns its events (destroyed with it); movable, so that a trace event can
+// keep it until the device has finished.
 class DeviceTiming {
  public:
   DeviceTiming(const xhal_op_call& call, Device device);  // records the start event
   ~DeviceTiming();
-  DeviceTiming(const DeviceTiming&) = delete;
-  DeviceTiming& operator=(const DeviceTiming&) = delete;
+  DeviceTiming(DeviceTiming&& other) noexcept;
+  DeviceTiming& operator=(DeviceTiming&& other) noexcept;
   void stop();  // records the end event
+  bool timed() const { return end_ != nullptr; }
+  // XHAL_OK once the end event has completed, XHAL_NOT_READY before (waiting for it when `wait`),
+  // or an error.
+  xhal_status finished(bool wait) const;
+  // Microseconds between the two events, once finished; nothing when they cannot be read.
+  std::optional<double> elapsed_us() const;
 
  private:
-  void release();  // destroys the events it still owns
-  friend void record_op(const xhal_op_call&, Device, const Registry::Ran&, int64_t, int64_t, DeviceTiming&);
+  void release();  // destroys the events
   const xhal_plugin_api* api_ = nullptr;
   int32_t device_ = 0;
   void* stream_ = nullptr;
@@ -46,6 +52,6 @@ class DeviceTiming {
 // open). With device timing, the event is written once its end event has completed (checked at
 // each later call, and waited for by stop_trace) with args.device_time_us.
 void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns,
-               int64_t end_ns, DeviceTiming& timing);
+               int64_t end_ns, DeviceTiming timing);
 
 }  // namespace xhal::trace
