@@ -57,7 +57,7 @@ void softmax_row(float* s, int64_t jn, int64_t a, int64_t b, float softcap, floa
   auto vsum = hn::Zero(df);
   j = a;
   for (; j + lanes <= b; j += lanes) {
-    const auto p = exp2_on_range<6>(hn::Max(hn::Sub(hn::LoadU(df, s + j), mv), floor));
+    const auto p = exp2_on_range<5>(hn::Max(hn::Sub(hn::LoadU(df, s + j), mv), floor));
     hn::StoreU(p, df, s + j);
     vsum = hn::Add(vsum, p);
   }

@@ -217,7 +217,7 @@ void softmax_tile(float* s, int64_t keys, const MaskParams& mask, float* m, floa
   const auto mv = hn::Set(df, m_new), floor = hn::Set(df, -126.0f);
   auto vsum = hn::Zero(df);
   for (int64_t j = 0; j < full; j += lanes) {
-    const auto p = exp2_on_range<6>(hn::Max(hn::Sub(hn::LoadU(df, s + j), mv), floor));
+    const auto p = exp2_on_range<5>(hn::Max(hn::Sub(hn::LoadU(df, s + j), mv), floor));
     hn::StoreU(p, df, s + j);
     vsum = hn::Add(vsum, p);
   }

@@ -1,7 +1,9 @@
 // rms_norm and fused_add_rms_norm with SIMD (Highway, the best target for this CPU picked at run
 // time): rows in parallel; a row's squares are summed in vectors (for fused_add_rms_norm while the
 // residual is added and stored back), then the row is re-read from the cache, scaled and stored,
-// with streaming stores when the output is far larger than the caches.
+// with streaming stores when the output is far larger than the caches. Every stored value is
+// computed from the op's bf16 inputs and eps (checked finite), so bf16 is rounded without a NaN
+// test (NaNs::from_bf16).
 // Registered above the portable reference kernels of rms_norm.cpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/rms_norm_simd.cpp"
@@ -35,12 +37,12 @@ void norm_row(const typename E::Storage* x, typename E::Storage* residual, const
     for (; i + 2 * lanes <= n; i += 2 * lanes) {
       VF x0, x1, r0, r1;
       load2_f32<E>(x + i, x0, x1), load2_f32<E>(residual + i, r0, r1);
-      store2_f32<E>(hn::Add(x0, r0), hn::Add(x1, r1), residual + i);
+      store2_f32<E, false, NaNs::from_bf16>(hn::Add(x0, r0), hn::Add(x1, r1), residual + i);
       load2_f32<E>(residual + i, r0, r1);  // the norm uses the stored value, as the next layer will
       sum0 = hn::MulAdd(r0, r0, sum0), sum1 = hn::MulAdd(r1, r1, sum1);
     }
     for (; i + lanes <= n; i += lanes) {
-      store_f32<E>(hn::Add(load_f32<E>(x + i), load_f32<E>(residual + i)), residual + i);
+      store_f32<E, false, NaNs::from_bf16>(hn::Add(load_f32<E>(x + i), load_f32<E>(residual + i)), residual + i);
       const auto v = load_f32<E>(residual + i);
       sum0 = hn::MulAdd(v, v, sum0);
     }
@@ -62,9 +64,9 @@ void norm_row(const typename E::Storage* x, typename E::Storage* residual, const
     if (next != nullptr && i % kLine == 0) hwy::Prefetch(next + i);
     VF x0, x1, w0, w1;
     load2_f32<E>(src + i, x0, x1), load2_f32<E>(weight + i, w0, w1);
-    store2_f32<E, kStream>(hn::Mul(hn::Mul(x0, scale), w0), hn::Mul(hn::Mul(x1, scale), w1), out + i);
+    store2_f32<E, kStream, NaNs::from_bf16>(hn::Mul(hn::Mul(x0, scale), w0), hn::Mul(hn::Mul(x1, scale), w1), out + i);
   }
-  for (; i + lanes <= n; i += lanes) store_f32<E, kStream>(scaled(i), out + i);
+  for (; i + lanes <= n; i += lanes) store_f32<E, kStream, NaNs::from_bf16>(scaled(i), out + i);
   for (; i < n; ++i) out[i] = E::store(E::load(src[i]) * inv_rms * E::load(weight[i]));
 }
 

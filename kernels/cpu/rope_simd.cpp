@@ -1,5 +1,6 @@
 // rope with SIMD (Highway, best target picked at run time), in place on q and k, tokens in
-// parallel. neox: the two halves as vectors, a' = a cos - b sin, b' = b cos + a sin. gptj
+// parallel. neox: the two halves as pairs of vectors (cos and sin put in the pairs' order once per
+// token), a' = a cos - b sin, b' = b cos + a sin. gptj
 // (interleaved pairs): per token, cos and ±sin are spread to the pair layout once
 // ([c0 c0 c1 c1 ...], [-s0 s0 -s1 s1 ...]), then x' = x * c + swap_pairs(x) * s for every head.
 // Registered above the portable reference kernel of rope.cpp.
@@ -9,6 +10,8 @@
 #include <hwy/aligned_allocator.h>
 #include <hwy/highway.h>
 
+#include <cmath>
+
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/rope_positions.hpp"
 #include "kernels/cpu/simd_element-inl.h"
@@ -17,22 +20,59 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-template <class E>
-void rotate_neox(typename E::Storage* x, const float* cos, const float* sin, int64_t half) {
+// cos and sin of one token, for rotate_neox: `cos`/`sin` in their natural order, and in the order
+// load2_f32<E> reads pairs of vectors in (for whole pairs of the half row), so the pairs of q and
+// k need no reordering.
+struct NeoxRow {
+  const float* cos;
+  const float* sin;
+  const float* cos_pairs;
+  const float* sin_pairs;
+};
+
+template <class E, NaNs kNaNs>
+void rotate_neox(typename E::Storage* x, const NeoxRow& row, int64_t half) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));
   int64_t i = 0;
+  for (; i + 2 * lanes <= half; i += 2 * lanes) {
+    VF a[2], b[2];
+    load2_f32<E>(x + i, a[0], a[1]), load2_f32<E>(x + i + half, b[0], b[1]);
+    VF lo[2], hi[2];
+    for (int k = 0; k < 2; ++k) {
+      const auto c = hn::LoadU(df, row.cos_pairs + i + k * lanes), s = hn::LoadU(df, row.sin_pairs + i + k * lanes);
+      lo[k] = hn::NegMulAdd(b[k], s, hn::Mul(a[k], c));
+      hi[k] = hn::MulAdd(a[k], s, hn::Mul(b[k], c));
+    }
+    store2_f32<E, false, kNaNs>(lo[0], lo[1], x + i);
+    store2_f32<E, false, kNaNs>(hi[0], hi[1], x + i + half);
+  }
   for (; i + lanes <= half; i += lanes) {
     const auto a = load_f32<E>(x + i), b = load_f32<E>(x + i + half);
-    const auto c = hn::LoadU(df, cos + i), s = hn::LoadU(df, sin + i);
+    const auto c = hn::LoadU(df, row.cos + i), s = hn::LoadU(df, row.sin + i);
     store_f32<E>(hn::NegMulAdd(b, s, hn::Mul(a, c)), x + i);
     store_f32<E>(hn::MulAdd(a, s, hn::Mul(b, c)), x + i + half);
   }
   for (; i < half; ++i) {
     const float a = E::load(x[i]), b = E::load(x[i + half]);
-    x[i] = E::store(a * cos[i] - b * sin[i]);
-    x[i + half] = E::store(b * cos[i] + a * sin[i]);
+    x[i] = E::store(a * row.cos[i] - b * row.sin[i]);
+    x[i + half] = E::store(b * row.cos[i] + a * row.sin[i]);
   }
+}
+
+// dst = src (n floats) with each whole pair of vectors (2 * Lanes(DF()) floats) in load2_f32<E>'s
+// order: the pair at p is read by load2_f32<E> from E values at p as these floats are by two LoadU.
+template <class E>
+void to_pair_order(const float* src, float* dst, int64_t n) {
+  const int64_t lanes = int64_t(hn::Lanes(DF()));
+  const bool even_odd = E::kDType == XHAL_DTYPE_BF16 && HWY_TARGET != HWY_SCALAR;  // see load2_f32
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    for (int64_t j = 0; j < 2 * lanes; ++j) {
+      dst[i + j] = even_odd ? src[i + (j < lanes ? 2 * j : 2 * (j - lanes) + 1)] : src[i + j];
+    }
+  }
+  for (; i < n; ++i) dst[i] = src[i];
 }
 
 // cos_pairs / sin_pairs: 2 * half floats in the pair layout (see the file comment).
@@ -72,8 +112,15 @@ void rope_typed(const xhal_op_call* c) {
     for (int64_t t = 0; t < tokens; ++t) {
       const float* cs = cache.at(rope_position(positions, t), 0);
       if (neox) {
-        for (int64_t h = 0; h < q.size(1); ++h) rotate_neox<E>(q.at(t, h, 0), cs, cs + half, half);
-        for (int64_t h = 0; h < k.size(1); ++h) rotate_neox<E>(k.at(t, h, 0), cs, cs + half, half);
+        to_pair_order<E>(cs, cos_pairs.get(), half), to_pair_order<E>(cs + half, sin_pairs.get(), half);
+        // A finite row lets bf16 be rounded without a NaN test; a cache row may hold any float
+        // (NaNs whose low bits are set too).
+        bool finite = true;
+        for (int64_t i = 0; i < 2 * half; ++i) finite &= std::isfinite(cs[i]);
+        const NeoxRow row{cs, cs + half, cos_pairs.get(), sin_pairs.get()};
+        const auto rotate = finite ? rotate_neox<E, NaNs::from_bf16> : rotate_neox<E, NaNs::any>;
+        for (int64_t h = 0; h < q.size(1); ++h) rotate(q.at(t, h, 0), row, half);
+        for (int64_t h = 0; h < k.size(1); ++h) rotate(k.at(t, h, 0), row, half);
         continue;
       }
       for (int64_t i = 0; i < half; ++i) {

@@ -55,13 +55,23 @@ HWY_INLINE VF load_f32(const typename E::Storage* p) {
   }
 }
 
-// v rounded to bf16 (nearest even, NaN kept quiet) by integer arithmetic, in the high half of
-// each 32-bit lane (the low half is garbage).
+// What rounding to bf16 may assume of the values' NaNs. any: nothing; every NaN is found and
+// kept a quiet NaN (three more instructions per vector). from_bf16: the values were computed by
+// x86 arithmetic from bf16 numbers and finite constants only, so a NaN among them has the low 16
+// bits zero (a widened bf16 NaN has; x86 arithmetic passes an operand NaN on, quieted, and makes
+// new ones as 0xFFC00000) and the rounding increment (at most 0x8000) leaves its high half as it
+// is: the same bits as `any` gives, without the test. Elsewhere than on x86, from_bf16 tests too.
+enum class NaNs { any, from_bf16 };
+
+// v rounded to bf16 (nearest even, NaN kept a quiet NaN), in the high half of each 32-bit lane
+// (the low half is garbage).
+template <NaNs kNaNs = NaNs::any>
 HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> bf16_in_high_half(VF v) {
   const hn::RebindToUnsigned<DF> du32;
   const auto bits = hn::BitCast(du32, v);
   const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
   const auto rounded = hn::Add(bits, hn::Add(lsb, hn::Set(du32, 0x7FFF)));
+  if constexpr (kNaNs == NaNs::from_bf16 && HWY_ARCH_X86) return rounded;
   const auto quiet_nan = hn::Or(bits, hn::Set(du32, 0x00400000));
   return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
 }
@@ -80,7 +90,7 @@ HWY_INLINE void put(hn::Vec<D> v, D d, T* p) {
 // destination's cache lines before writing them (a third of a copy's memory traffic); p must then
 // be aligned to the stored vector's size (stream_alignment<E>() covers it), and the writing thread must call
 // stream_fence() before others read what it wrote.
-template <class E, bool kStream = false>
+template <class E, bool kStream = false, NaNs kNaNs = NaNs::any>
 HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
   const DF df;
   if constexpr (E::kDType == XHAL_DTYPE_F32) {
@@ -97,7 +107,7 @@ HWY_INLINE void store_f32(VF v, typename E::Storage* p) {
       return;
     }
 #endif
-    const auto half = hn::ShiftRight<16>(bf16_in_high_half(v));
+    const auto half = hn::ShiftRight<16>(bf16_in_high_half<kNaNs>(v));
     const auto packed = hn::DemoteTo(du16, hn::BitCast(di32, half));
     put<kStream>(packed, du16, p);
   } else {
@@ -130,7 +140,7 @@ HWY_INLINE void load2_f32(const typename E::Storage* p, VF& a, VF& b) {
   b = load_f32<E>(p + hn::Lanes(DF()));
 }
 
-template <class E, bool kStream = false>
+template <class E, bool kStream = false, NaNs kNaNs = NaNs::any>
 HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (E::kDType == XHAL_DTYPE_BF16) {
@@ -147,16 +157,15 @@ HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
       return;
     }
 #endif
-    // a's rounded halves in the low 16 bits of each lane, b's in the high ones.
-    const hn::RebindToUnsigned<DF> du32;
-    const auto packed = hn::BitCast(du16, hn::Or(hn::And(bf16_in_high_half(b), hn::Set(du32, 0xFFFF0000u)),
-                                                 hn::ShiftRight<16>(bf16_in_high_half(a))));
+    // a's rounded halves in the low 16 bits of each lane (even elements), b's in the high ones.
+    const auto packed = hn::OddEven(hn::BitCast(du16, bf16_in_high_half<kNaNs>(b)),
+                                    hn::BitCast(du16, hn::ShiftRight<16>(bf16_in_high_half<kNaNs>(a))));
     put<kStream>(packed, du16, p);
     return;
   }
 #endif
-  store_f32<E, kStream>(a, p);
-  store_f32<E, kStream>(b, p + hn::Lanes(DF()));
+  store_f32<E, kStream, kNaNs>(a, p);
+  store_f32<E, kStream, kNaNs>(b, p + hn::Lanes(DF()));
 }
 
 // Sum of x[i]^2 over i < n, accumulated in f32. bf16 on CPUs with AVX512_BF16: vdpbf16ps squares

@@ -1,6 +1,8 @@
 // Conformance of rms_norm, fused_add_rms_norm, swiglu and swiglu_packed.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "conformance.hpp"
 #include "golden/golden.hpp"
 
@@ -67,6 +69,60 @@ TEST_P(Conformance, SwigluPacked) {
     auto out = poisoned(shape);
     ops::swiglu_packed(x, out);
     expect_close(out.download("out"), golden::swiglu_packed(x.values(), shape.back()), dtype(), "out");
+  }
+}
+
+// Non-finite inputs give what the reference gives: NaN where it has NaN, the same infinities, the
+// other elements within tolerance. (The CPU rounds bf16 results of these ops without a NaN test,
+// relying on how x86 arithmetic carries NaNs: this is the check.) Rows long enough for the vector
+// loops and their tails; outputs start finite, so an element left unwritten shows.
+TEST_P(Conformance, NonFiniteInputs) {
+  const int64_t M = 4, N = 520;
+  const double nan = std::nan(""), inf = INFINITY;
+  auto with = [&](TestTensor t, std::vector<std::pair<int64_t, double>> specials) {
+    std::vector<double> v = t.values();
+    for (auto [i, value] : specials) v[size_t(i)] = value;
+    return TestTensor::of({int64_t(v.size()) / N, N}, dtype(), device(), v);
+  };
+  auto filled = [&](int64_t rows, int64_t cols) {
+    return TestTensor::of({rows, cols}, dtype(), device(), std::vector<double>(size_t(rows * cols), 0.75));
+  };
+  // A NaN in row 0 (that row all NaN after a norm), +inf in row 1, -NaN in row 3's tail.
+  const std::vector<std::pair<int64_t, double>> x_specials = {{3, nan}, {N + 100, inf}, {3 * N + 517, -nan}};
+  {
+    auto x = with(random({M, N}), x_specials);
+    auto w = TestTensor::of({N}, dtype(), device(), [&] {
+      std::vector<double> v = random({N}).values();
+      v[7] = nan;  // column 7 NaN in every row
+      return v;
+    }());
+    auto out = filled(M, N);
+    ops::rms_norm(x, w, 1e-5f, out);
+    expect_close_nan_for_nan(out.download("out"), golden::rms_norm(x.values(), w.values(), 1e-5), dtype(), "rms_norm out");
+    auto residual = with(random({M, N}), {{2 * N + 40, -inf}, {2 * N + 41, nan}});
+    auto out2 = filled(M, N);
+    const std::vector<double> residual_before = residual.values();
+    ops::fused_add_rms_norm(x, residual, w, 1e-5f, out2);
+    auto expected = golden::fused_add_rms_norm(x.values(), residual_before, w.values(), 1e-5);
+    expect_close_nan_for_nan(out2.download("out"), expected.out, dtype(), "fused_add_rms_norm out");
+    expect_close_nan_for_nan(residual.download("residual"), expected.residual, dtype(), "fused_add_rms_norm residual");
+  }
+  {
+    // NaN in gate and in up, +inf in gate, and infinities in up against finite gates.
+    auto gate = with(TestTensor::random({M, N}, dtype(), device(), rng(), -6, 6), {{5, nan}, {N + 9, inf}, {3 * N + 515, -nan}});
+    auto up = with(random({M, N}), {{6, nan}, {2 * N + 30, inf}, {2 * N + 31, -inf}, {3 * N + 519, nan}});
+    auto out = filled(M, N);
+    ops::swiglu(gate, up, out);
+    expect_close_nan_for_nan(out.download("out"), golden::swiglu(gate.values(), up.values()), dtype(), "swiglu out");
+    std::vector<double> packed;
+    for (int64_t r = 0; r < M; ++r) {
+      packed.insert(packed.end(), gate.values().begin() + r * N, gate.values().begin() + (r + 1) * N);
+      packed.insert(packed.end(), up.values().begin() + r * N, up.values().begin() + (r + 1) * N);
+    }
+    auto x = TestTensor::of({M, 2 * N}, dtype(), device(), packed);
+    auto out2 = filled(M, N);
+    ops::swiglu_packed(x, out2);
+    expect_close_nan_for_nan(out2.download("out"), golden::swiglu_packed(x.values(), N), dtype(), "swiglu_packed out");
   }
 }
 

@@ -2,6 +2,9 @@
 // views into a packed qkv buffer) and rope_cache.
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
+
 #include "conformance.hpp"
 #include "golden/golden.hpp"
 
@@ -39,6 +42,34 @@ TEST_P(Conformance, Rope) {
     expect_close(q.download("q"), q_expected, dtype(), "q");
     expect_close(k.download("k"), k_expected, dtype(), "k");
   }
+}
+
+// NaN and infinity give what the reference gives: in q, and in a cache row, whose NaN has every
+// mantissa bit set (0x7FFFFFFF: rounded to bf16 by adding 0x8000 without a NaN test, it would
+// become -0; the CPU tests a row for non-finite values before it rounds without one). Outputs
+// are compared NaN for NaN, the rest within tolerance.
+TEST_P(Conformance, RopeNonFinite) {
+  const int64_t T = 2, H = 2, D = 128, max_pos = 4;
+  std::vector<double> table = golden::rope_cache(max_pos, D, 10000.0);
+  std::vector<float> raw(table.begin(), table.end());
+  const uint32_t all_ones_nan = 0x7FFFFFFFu;
+  std::memcpy(&raw[size_t(1 * D + 5)], &all_ones_nan, sizeof(float));  // position 1, cos[5]
+  raw[size_t(1 * D + D / 2 + 9)] = INFINITY;                            // position 1, sin[9]
+  table[size_t(1 * D + 5)] = std::nan("");
+  table[size_t(1 * D + D / 2 + 9)] = INFINITY;
+  Tensor cache = Tensor::from_host(raw.data(), {max_pos, D}, DType::f32, device());
+  std::vector<double> qv = random({T, H, D}).values();
+  qv[3] = std::nan("");
+  auto q = TestTensor::of({T, H, D}, dtype(), device(), qv);
+  auto k = random({T, 1, D});
+  const std::vector<int64_t> pos = {2, 1};
+  auto positions = ints({T}, pos);
+  ops::rope(q, k, positions, cache, RopeStyle::neox);
+  auto q_expected = q.values(), k_expected = k.values();
+  golden::rope(q_expected, pos, H, D, table, D, true);
+  golden::rope(k_expected, pos, 1, D, table, D, true);
+  expect_close_nan_for_nan(q.download("q"), q_expected, dtype(), "q");
+  expect_close_nan_for_nan(k.download("k"), k_expected, dtype(), "k");
 }
 
 TEST_P(Conformance, RopeCache) {

@@ -150,4 +150,15 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& exp
                      << ", expected " << (bad ? expected[first] : 0) << "; worst abs error " << worst;
 }
 
+void expect_close_nan_for_nan(std::vector<double> got, std::vector<double> expected, DType dtype,
+                              const std::string& what) {
+  ASSERT_EQ(got.size(), expected.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(std::isnan(got[i]), std::isnan(expected[i]))
+        << what << " (" << dtype_name(dtype) << ") element " << i << ": got " << got[i] << ", expected " << expected[i];
+    if (std::isnan(got[i])) got[i] = expected[i] = 0;
+  }
+  expect_close(got, expected, dtype, what);
+}
+
 }  // namespace xhal::test

@@ -56,6 +56,11 @@ class TestTensor {
 void expect_close(const std::vector<double>& got, const std::vector<double>& expected, DType dtype,
                   const std::string& what);
 
+// For outputs of non-finite inputs: NaN exactly where `expected` has NaN (fails at the first
+// element where not), the other elements as expect_close.
+void expect_close_nan_for_nan(std::vector<double> got, std::vector<double> expected, DType dtype,
+                              const std::string& what);
+
 // A seed from std::random_device, printed with each failure by the caller's SCOPED_TRACE.
 uint64_t fresh_seed();
 
