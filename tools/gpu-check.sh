@@ -4,7 +4,8 @@
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
-# trace, memcheck, bench, linear, comm, peers. The build always runs.
+# trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels, when
+# tools/stage-cpu-deps.sh's .deps/cpu was carried along). The build always runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -18,7 +19,7 @@ quick=""
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
-stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,trace,memcheck,bench,linear,comm,peers},"
+stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,trace,memcheck,bench,linear,comm,peers,cpu},"
 want() { [[ $stages == *",$1,"* ]]; }
 
 # DLPack's header: Debian's package where present, else a copy shipped in a Python package.
@@ -134,6 +135,45 @@ if want bench; then
   grep -E "^attention" "$out/bench-mma.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 6
 fi
 
+
+# The CPU backend with its SIMD and BLAS kernels on this machine's CPU, when Highway and OpenBLAS
+# were carried in (tools/stage-cpu-deps.sh; the image has neither): conformance on every CPU path
+# this CPU can take, then the CPU benchmarks on all its cores.
+if want cpu; then
+  deps=$PWD/.deps/cpu/usr
+  arch=$(gcc -dumpmachine)
+  if [ -f "$deps/include/hwy/highway.h" ]; then
+    libs=$deps/lib/$arch
+    export LD_LIBRARY_PATH=$libs:$libs/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    cpu_build=build-gpu-cpu
+    start=$(date +%s)
+    if cmake -S . -B "$cpu_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=OFF -DXHAL_WITH_HIP=OFF \
+         -DXHAL_WITH_HIGHWAY=ON -DXHAL_WITH_BLAS=ON -DCMAKE_PREFIX_PATH="$deps" \
+         -DXHAL_OPENBLAS_LIBRARY="$libs/openblas-openmp/libopenblas.so" \
+         -DXHAL_OPENBLAS_INCLUDE="$deps/include/$arch/openblas-openmp" ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} \
+         >"$out/cpu-configure.log" 2>&1 &&
+       cmake --build "$cpu_build" -j"$(nproc)" --target xhal_cpu xhal_conformance xhal_bench xhal_info \
+         >"$out/cpu-build.log" 2>&1; then
+      note "cpu build: ok in $(( $(date +%s) - start )) s"
+      lscpu | grep -E "Model name|^CPU\(s\)|L3" | tr -s ' ' | tee "$out/lscpu.txt"
+      "$cpu_build/bin/xhal-info" 2>&1 | grep -E "version: xhal cpu|^  cpu " | tee "$out/cpu-info.txt"
+      for off in "" avx512_bf16 avx512; do
+        XHAL_CPU_DISABLE=$off "$cpu_build/bin/xhal_conformance" --gtest_filter='*cpu_*' >"$out/conformance-cpu-$off.log" 2>&1
+        note "conformance cpu, XHAL_CPU_DISABLE=${off:-none}: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cpu-$off.log" | tr '\n' ' ')"
+        grep -E "Failure|out of tolerance|element" -A1 "$out/conformance-cpu-$off.log" | head -n 10
+      done
+      "$cpu_build/bin/xhal-bench" --device cpu $quick --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        ${CPU_BENCH_FILTER:+--benchmark_filter=$CPU_BENCH_FILTER} >"$out/cpu-bench.txt" 2>&1
+      note "xhal-bench cpu: exit $?"
+      grep -E "_median" "$out/cpu-bench.txt" | sed -E 's/_median//; s/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
+    else
+      note "cpu build: FAILED (see cpu-configure.log / cpu-build.log)"
+      tail -n 20 "$out/cpu-configure.log" "$out/cpu-build.log"
+    fi
+  else
+    note "cpu: skipped (no Highway under .deps/cpu: run tools/stage-cpu-deps.sh and carry .deps/cpu)"
+  fi
+fi
 
 gpus=$(nvidia-smi -L | wc -l)
 if want comm && [ "$gpus" -ge 2 ]; then

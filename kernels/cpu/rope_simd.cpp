@@ -10,8 +10,6 @@
 #include <hwy/aligned_allocator.h>
 #include <hwy/highway.h>
 
-#include <cmath>
-
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/rope_positions.hpp"
 #include "kernels/cpu/simd_element-inl.h"
@@ -64,15 +62,35 @@ void rotate_neox(typename E::Storage* x, const NeoxRow& row, int64_t half) {
 // order: the pair at p is read by load2_f32<E> from E values at p as these floats are by two LoadU.
 template <class E>
 void to_pair_order(const float* src, float* dst, int64_t n) {
-  const int64_t lanes = int64_t(hn::Lanes(DF()));
-  const bool even_odd = E::kDType == XHAL_DTYPE_BF16 && HWY_TARGET != HWY_SCALAR;  // see load2_f32
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
   int64_t i = 0;
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    for (int64_t j = 0; j < 2 * lanes; ++j) {
-      dst[i + j] = even_odd ? src[i + (j < lanes ? 2 * j : 2 * (j - lanes) + 1)] : src[i + j];
+    const VF lo = hn::LoadU(df, src + i), hi = hn::LoadU(df, src + i + lanes);
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (E::kDType == XHAL_DTYPE_BF16) {  // even and odd elements, see load2_f32
+      hn::StoreU(hn::ConcatEven(df, hi, lo), df, dst + i), hn::StoreU(hn::ConcatOdd(df, hi, lo), df, dst + i + lanes);
+      continue;
     }
+#endif
+    hn::StoreU(lo, df, dst + i), hn::StoreU(hi, df, dst + i + lanes);
   }
   for (; i < n; ++i) dst[i] = src[i];
+}
+
+// Whether x[0..n) are all finite (x - x is 0 for them, NaN for infinities and NaNs).
+HWY_INLINE bool all_finite(const float* x, int64_t n) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  auto sum = hn::Zero(df);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const VF v = hn::LoadU(df, x + i);
+    sum = hn::Add(sum, hn::Sub(v, v));
+  }
+  float total = hn::GetLane(hn::SumOfLanes(df, sum));
+  for (; i < n; ++i) total += x[i] - x[i];
+  return total == 0.0f;
 }
 
 // cos_pairs / sin_pairs: 2 * half floats in the pair layout (see the file comment).
@@ -115,10 +133,8 @@ void rope_typed(const xhal_op_call* c) {
         to_pair_order<E>(cs, cos_pairs.get(), half), to_pair_order<E>(cs + half, sin_pairs.get(), half);
         // A finite row lets bf16 be rounded without a NaN test; a cache row may hold any float
         // (NaNs whose low bits are set too).
-        bool finite = true;
-        for (int64_t i = 0; i < 2 * half; ++i) finite &= std::isfinite(cs[i]);
         const NeoxRow row{cs, cs + half, cos_pairs.get(), sin_pairs.get()};
-        const auto rotate = finite ? rotate_neox<E, NaNs::from_bf16> : rotate_neox<E, NaNs::any>;
+        const auto rotate = all_finite(cs, 2 * half) ? rotate_neox<E, NaNs::from_bf16> : rotate_neox<E, NaNs::any>;
         for (int64_t h = 0; h < q.size(1); ++h) rotate(q.at(t, h, 0), row, half);
         for (int64_t h = 0; h < k.size(1); ++h) rotate(k.at(t, h, 0), row, half);
         continue;

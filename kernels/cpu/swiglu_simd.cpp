@@ -5,11 +5,9 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/swiglu_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <cmath>
-#include <vector>
 
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/simd_element-inl.h"
@@ -19,13 +17,14 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-// One row, four vectors at a time (two pairs: silu_times advances their chains together); staged
-// (n floats) for packed rows: silu(gate) is staged first, then multiplied by up, so the row is read
-// front to back as one stream (two streams 16 KiB apart ran at 2/3 the speed). Every value is
-// computed from the row's own elements, so bf16 is rounded without a NaN test (NaNs::from_bf16).
+// One row, four vectors at a time (two pairs: silu_times advances their chains together). Packed
+// rows read their two halves as two streams 16 KiB apart: staging silu(gate) in f32 first, to read
+// the row as one stream, was no faster on Zen 3 and 10% slower on a 16-core Xeon (it had helped on
+// Zen 5 with the earlier, slower silu). Every value is computed from the row's own elements, so
+// bf16 is rounded without a NaN test (NaNs::from_bf16).
 template <class E, bool kStream>
 void swiglu_row(const typename E::Storage* gate, const typename E::Storage* up, typename E::Storage* out,
-                int64_t n, float* staged) {
+                int64_t n) {
   using S = typename E::Storage;
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));
@@ -34,27 +33,11 @@ void swiglu_row(const typename E::Storage* gate, const typename E::Storage* up, 
   const int64_t quads = n / (4 * lanes) * (4 * lanes);  // elements in whole groups of four vectors
   // The four vectors at p (two pairs).
   auto load4 = [&](const S* p, VF(&v)[4]) { load2_f32<E>(p, v[0], v[1]), load2_f32<E>(p + 2 * lanes, v[2], v[3]); };
-  if (staged != nullptr) {
-    const VF ones[4] = {hn::Set(df, 1.0f), hn::Set(df, 1.0f), hn::Set(df, 1.0f), hn::Set(df, 1.0f)};
-    for (int64_t i = 0; i < quads; i += 4 * lanes) {
-      hwy::Prefetch(up + i);  // the next part of the same stream
-      VF g[4], a[4];
-      load4(gate + i, g);
-      silu_times<4, kDegree, kF32>(a, g, ones);
-      for (int k = 0; k < 4; ++k) hn::StoreU(a[k], df, staged + i + k * lanes);
-    }
-  }
   int64_t i = 0;
   for (; i < quads; i += 4 * lanes) {
-    VF a[4], u[4];
-    load4(up + i, u);
-    if (staged != nullptr) {
-      for (int k = 0; k < 4; ++k) a[k] = hn::Mul(hn::LoadU(df, staged + i + k * lanes), u[k]);
-    } else {
-      VF g[4];
-      load4(gate + i, g);
-      silu_times<4, kDegree, kF32>(a, g, u);
-    }
+    VF g[4], u[4], a[4];
+    load4(gate + i, g), load4(up + i, u);
+    silu_times<4, kDegree, kF32>(a, g, u);
     store2_f32<E, kStream, NaNs::from_bf16>(a[0], a[1], out + i);
     store2_f32<E, kStream, NaNs::from_bf16>(a[2], a[3], out + i + 2 * lanes);
   }
@@ -81,12 +64,8 @@ void swiglu_rows_typed(const xhal_op_call* c, bool packed) {
   const auto row = should_stream<E>(c->t[XHAL_SLOT_ACT_OUT]) ? swiglu_row<E, true> : swiglu_row<E, false>;
 #pragma omp parallel
   {
-    thread_local std::vector<float> staged;  // keeps its memory from call to call
-    if (packed) staged.resize(size_t(n));
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      row(gate.row(r), up.row(r) + (packed ? n : 0), out.row(r), n, packed ? staged.data() : nullptr);
-    }
+    for (int64_t r = 0; r < rows; ++r) row(gate.row(r), up.row(r) + (packed ? n : 0), out.row(r), n);
     stream_fence();
   }
 }
