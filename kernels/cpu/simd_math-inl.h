@@ -3,7 +3,7 @@
 // ns per element on one Zen 5 core, silu with these at 0.18-0.23): 2^x = 2^n 2^f, n = round(x),
 // |f| <= 1/2, 2^f by a polynomial of degree kDegree fitted to it on [-1/2, 1/2] (Chebyshev
 // interpolation, rounded to f32: relative error 1.0e-4 at degree 3, 3.5e-6 at 4, 1.6e-7 at 5,
-// against 6e-4, 7e-5 and 1e-5 for Taylor's of the same degrees). Toggling include guard:
+// against 8e-4, 6e-5 and 3e-6 for Taylor's of the same degrees). Toggling include guard:
 // included inside the per-target compilation of the *_simd.cpp files.
 #if defined(XHAL_CPU_SIMD_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef XHAL_CPU_SIMD_MATH_INL_H_
@@ -74,9 +74,10 @@ HWY_INLINE VF exp2_on_range(VF x) {
 }
 
 // v[k] = silu(g[k]) * u[k] for k < kN, silu(g) = g / (1 + e^-g) with e^-g = 2^(-g log2 e), g
-// clamped to [-87, 87] for it (beyond, silu(g) is g or -0 in f32), the reciprocal from the
-// hardware estimate (relative error 2^-12 on AVX2, 2^-14 on AVX-512: below bf16's rounding),
-// refined once by Newton when kRefine (f32), and g u formed beside the exponential, not after it.
+// clamped to [-87, 87] for it (beyond, silu(g) is g in f32, or under 2e-36 in magnitude), the
+// reciprocal from the hardware estimate (relative error 2^-12 on AVX2, 2^-14 on AVX-512: below
+// bf16's rounding), refined once by Newton when kRefine (f32), and g u formed beside the
+// exponential, not after it.
 // The kN chains (each ~15 dependent instructions) advance step by step together: issued one after
 // the other, they fill the core's scheduler with instructions waiting on their predecessors and
 // leave its pipes idle (Zen 3: four chains at a time 1.2x faster than two).
