@@ -197,5 +197,8 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
 #if defined(XHAL_HAVE_HIGHWAY) && defined(XHAL_HAVE_BLAS)
   register_attention_blas_kernels(host);
 #endif
+  if (const std::string warning = blas_kernels_warning(); !warning.empty() && host->log != nullptr) {
+    host->log(host->ctx, 2, ("cpu plugin: " + warning).c_str());
+  }
   return XHAL_OK;
 }

@@ -57,7 +57,7 @@ void attend_group(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk,
   vf.resize(size_t(kKeyTile * Dv));
   s.resize(size_t(kKeyTile));
   for (int64_t g = 0; g < group; ++g) {
-    for (int64_t i = i0; i < i1; ++i) load_row<E>(q(g, i), &qf[size_t(((g * rows) + i - i0) * D)], D);
+    for (int64_t i = i0; i < i1; ++i) load_row<E>(q(g, i), qf.data() + (((g * rows) + i - i0) * D), D);
   }
   // Keys any row of the tile can see.
   int64_t lo_all = Sk, hi_all = 0;
@@ -72,8 +72,8 @@ void attend_group(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk,
   for (int64_t j0 = lo_all; j0 < hi_all; j0 += kKeyTile) {
     const int64_t jn = std::min(kKeyTile, hi_all - j0);
     for (int64_t j = 0; j < jn; ++j) {
-      load_row<E>(k(j0 + j), &kf[size_t(j * D)], D);
-      load_row<E>(v(j0 + j), &vf[size_t(j * Dv)], Dv);
+      load_row<E>(k(j0 + j), kf.data() + j * D, D);
+      load_row<E>(v(j0 + j), vf.data() + j * Dv, Dv);
     }
     for (int64_t i = i0; i < i1; ++i) {
       int64_t lo, hi;
@@ -82,10 +82,10 @@ void attend_group(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk,
       if (a >= b) continue;
       for (int64_t g = 0; g < group; ++g) {
         const int64_t r = g * rows + i - i0;
-        const float* qr = &qf[size_t(r * D)];
+        const float* qr = qf.data() + r * D;
         float tile_max = -std::numeric_limits<float>::infinity();
         for (int64_t j = a; j < b; ++j) {
-          const float* kr = &kf[size_t(j * D)];
+          const float* kr = kf.data() + j * D;
           float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
           for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
@@ -96,7 +96,7 @@ void attend_group(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk,
         }
         const float m_new = std::max(m[size_t(r)], tile_max);
         const float correction = std::exp(m[size_t(r)] - m_new);  // 0 on the first tile
-        float* ar = &acc[size_t(r * Dv)];
+        float* ar = acc.data() + r * Dv;
         if (correction != 1.0f) {
           for (int64_t d = 0; d < Dv; ++d) ar[d] *= correction;
         }
@@ -104,7 +104,7 @@ void attend_group(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk,
         for (int64_t j = a; j < b; ++j) {
           const float p = std::exp(s[size_t(j)] - m_new);
           sum += p;
-          const float* vr = &vf[size_t(j * Dv)];
+          const float* vr = vf.data() + j * Dv;
 #pragma omp simd
           for (int64_t d = 0; d < Dv; ++d) ar[d] += p * vr[d];
         }
@@ -118,7 +118,7 @@ void attend_group(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk,
       const int64_t r = g * rows + i - i0;
       const bool empty = l[size_t(r)] == 0.0f;  // no visible key: write 0 and lse = -inf
       const float inv = empty ? 0.0f : 1.0f / l[size_t(r)];
-      float* ar = &acc[size_t(r * Dv)];
+      float* ar = acc.data() + r * Dv;
       for (int64_t d = 0; d < Dv; ++d) ar[d] *= inv;
       store_row<E>(ar, out(g, i), Dv);
       if (float* lp = lse(g, i)) {

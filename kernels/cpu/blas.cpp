@@ -1,5 +1,9 @@
 #include "blas.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <iterator>
+
 #if defined(XHAL_HAVE_BLAS)
 #include <cblas.h>
 #endif
@@ -17,6 +21,24 @@ std::string blas_summary() {
 #else
   return "none (built without OpenBLAS)";
 #endif
+}
+
+std::string blas_kernels_warning() {
+#if defined(XHAL_HAVE_BLAS) && defined(__x86_64__)
+  const std::string core = openblas_get_corename();
+  // OpenBLAS's x86-64 cores without AVX.
+  static constexpr const char* kPreAvx[] = {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom", "katmai"};
+  std::string lower = core;
+  for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  const bool old = std::find(std::begin(kPreAvx), std::end(kPreAvx), lower) != std::end(kPreAvx);
+  if (old && __builtin_cpu_supports("avx2")) {
+    return "OpenBLAS runs its " + core + " kernels (no AVX) on a CPU with " +
+           (__builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2") +
+           ": this OpenBLAS does not know the CPU model. Set OPENBLAS_CORETYPE (Haswell for AVX2, SkylakeX or "
+           "Cooperlake for AVX-512) for kernels several times faster";
+  }
+#endif
+  return "";
 }
 
 #if defined(XHAL_HAVE_BLAS)

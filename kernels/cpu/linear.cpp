@@ -30,13 +30,13 @@ struct LinearKernel {
         for (int64_t rt = 0; rt < row_tiles; ++rt) {
           const int64_t m0 = rt * kRowTile, mn = std::min(kRowTile, M - m0);
           const int64_t n0 = ct * kColTile, nn = std::min(kColTile, N - n0);
-          for (int64_t i = 0; i < mn; ++i) load_row<E>(x.at(m0 + i, 0), &xf[size_t(i * K)], K);
-          for (int64_t j = 0; j < nn; ++j) load_row<E>(w.at(n0 + j, 0), &wf[size_t(j * K)], K);
+          for (int64_t i = 0; i < mn; ++i) load_row<E>(x.at(m0 + i, 0), xf.data() + i * K, K);
+          for (int64_t j = 0; j < nn; ++j) load_row<E>(w.at(n0 + j, 0), wf.data() + j * K, K);
           for (int64_t i = 0; i < mn; ++i) {
-            const float* xr = &xf[size_t(i * K)];
+            const float* xr = xf.data() + i * K;
             S* orow = out.at(m0 + i, 0);
             for (int64_t j = 0; j < nn; ++j) {
-              const float* wr = &wf[size_t(j * K)];
+              const float* wr = wf.data() + j * K;
               float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
               for (int64_t kk = 0; kk < K; ++kk) dot += xr[kk] * wr[kk];

@@ -263,7 +263,7 @@ void paged_decode_typed(const xhal_op_call* c) {
   std::vector<float>& partials = scratch<float>(0);  // the calling thread's; the workers' are their own
   partials.resize(size_t(B * Hkv * splits * partial_floats));
   auto partial = [&](int64_t b, int64_t h, int64_t split) {
-    return Partial::at(&partials[size_t(((b * Hkv + h) * splits + split) * partial_floats)], rows);
+    return Partial::at(partials.data() + (((b * Hkv + h) * splits + split) * partial_floats), rows);
   };
   const int64_t k_row_bytes = D * int64_t(sizeof(S)), v_row_bytes = Dv * int64_t(sizeof(S));
 #pragma omp parallel
@@ -293,7 +293,7 @@ void paged_decode_typed(const xhal_op_call* c) {
         }
         if (k0 >= k1) continue;
         for (int64_t hq = 0; hq < Hq; ++hq) {
-          prepare_query<E>(q.at(b, hq, 0), D, &qrows[size_t(((hq / group) * rows + hq % group) * D)]);
+          prepare_query<E>(q.at(b, hq, 0), D, qrows.data() + (((hq / group) * rows + hq % group) * D));
         }
         // Slots of the tile at j0 into set `which`; past the last key, the tile's first slot again
         // (its scores are computed and dropped).
@@ -316,9 +316,9 @@ void paged_decode_typed(const xhal_op_call* c) {
             for (int64_t h = 0; h < Hkv; ++h) {
               for (int64_t kk = 0; kk < K; ++kk) krows[kk] = k_slot[cur][j + kk] + h * kc.stride(2);
               for (int64_t r0 = 0; r0 < rows; r0 += R) {
-                score_block<E, R>(&qrows[size_t((h * rows + r0) * D)], krows, D, sums);
+                score_block<E, R>(qrows.data() + ((h * rows + r0) * D), krows, D, sums);
                 for (int r = 0; r < R; ++r) {
-                  std::copy(sums + r * K, sums + (r + 1) * K, &s[size_t((h * rows + r0 + r) * kTile + j)]);
+                  std::copy(sums + r * K, sums + (r + 1) * K, s.data() + ((h * rows + r0 + r) * kTile + j));
                 }
               }
               if (has_next) {
@@ -331,7 +331,7 @@ void paged_decode_typed(const xhal_op_call* c) {
           }
           for (int64_t h = 0; h < Hkv; ++h) {
             const Partial part = partial(b, h, split);
-            float* sh = &s[size_t(h * rows * kTile)];
+            float* sh = s.data() + (h * rows * kTile);
             for (int64_t g = 0; g < group; ++g) {
               softmax_tile(sh + g * kTile, keys, mask, part.m + g, part.l + g, part.acc + g * Dv, Dv);
             }

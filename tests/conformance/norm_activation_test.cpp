@@ -131,7 +131,8 @@ TEST_P(Conformance, Linear) {
     int64_t M, N, K;
     bool bias;
   };
-  for (const Case& c : {Case{1, 1, 1, true}, Case{7, 129, 64, false}, Case{129, 33, 1000, true},
+  // {3, 5, 0}: K = 0, out is the bias alone (no row of x or w to read).
+  for (const Case& c : {Case{1, 1, 1, true}, Case{7, 129, 64, false}, Case{129, 33, 1000, true}, Case{3, 5, 0, true},
                         Case{0, 5, 7, true}, Case{17, 250, 96, true}, Case{3, 1100, 64, true}}) {
     SCOPED_TRACE(fmt::format("M {} N {} K {} bias {}", c.M, c.N, c.K, c.bias));
     auto x = random({c.M, c.K});
