@@ -18,18 +18,10 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-// cos and sin of one token, for rotate_neox: `cos`/`sin` in their natural order, and in the order
-// load2_f32<E> reads pairs of vectors in (for whole pairs of the half row), so the pairs of q and
-// k need no reordering.
-struct NeoxRow {
-  const float* cos;
-  const float* sin;
-  const float* cos_pairs;
-  const float* sin_pairs;
-};
-
+// cos and sin: the token's rows as to_pair_order<E> left them (whole pairs of vectors in
+// load2_f32<E>'s order, the rest in place), so the pairs of q and k need no reordering.
 template <class E, NaNs kNaNs>
-void rotate_neox(typename E::Storage* x, const NeoxRow& row, int64_t half) {
+void rotate_neox(typename E::Storage* x, const float* cos, const float* sin, int64_t half) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));
   int64_t i = 0;
@@ -38,7 +30,7 @@ void rotate_neox(typename E::Storage* x, const NeoxRow& row, int64_t half) {
     load2_f32<E>(x + i, a[0], a[1]), load2_f32<E>(x + i + half, b[0], b[1]);
     VF lo[2], hi[2];
     for (int k = 0; k < 2; ++k) {
-      const auto c = hn::LoadU(df, row.cos_pairs + i + k * lanes), s = hn::LoadU(df, row.sin_pairs + i + k * lanes);
+      const auto c = hn::LoadU(df, cos + i + k * lanes), s = hn::LoadU(df, sin + i + k * lanes);
       lo[k] = hn::NegMulAdd(b[k], s, hn::Mul(a[k], c));
       hi[k] = hn::MulAdd(a[k], s, hn::Mul(b[k], c));
     }
@@ -47,35 +39,15 @@ void rotate_neox(typename E::Storage* x, const NeoxRow& row, int64_t half) {
   }
   for (; i + lanes <= half; i += lanes) {
     const auto a = load_f32<E>(x + i), b = load_f32<E>(x + i + half);
-    const auto c = hn::LoadU(df, row.cos + i), s = hn::LoadU(df, row.sin + i);
-    store_f32<E>(hn::NegMulAdd(b, s, hn::Mul(a, c)), x + i);
-    store_f32<E>(hn::MulAdd(a, s, hn::Mul(b, c)), x + i + half);
+    const auto c = hn::LoadU(df, cos + i), s = hn::LoadU(df, sin + i);
+    store_f32<E, false, kNaNs>(hn::NegMulAdd(b, s, hn::Mul(a, c)), x + i);
+    store_f32<E, false, kNaNs>(hn::MulAdd(a, s, hn::Mul(b, c)), x + i + half);
   }
   for (; i < half; ++i) {
     const float a = E::load(x[i]), b = E::load(x[i + half]);
-    x[i] = E::store(a * row.cos[i] - b * row.sin[i]);
-    x[i + half] = E::store(b * row.cos[i] + a * row.sin[i]);
+    x[i] = E::store(a * cos[i] - b * sin[i]);
+    x[i + half] = E::store(b * cos[i] + a * sin[i]);
   }
-}
-
-// dst = src (n floats) with each whole pair of vectors (2 * Lanes(DF()) floats) in load2_f32<E>'s
-// order: the pair at p is read by load2_f32<E> from E values at p as these floats are by two LoadU.
-template <class E>
-void to_pair_order(const float* src, float* dst, int64_t n) {
-  const DF df;
-  const int64_t lanes = int64_t(hn::Lanes(df));
-  int64_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const VF lo = hn::LoadU(df, src + i), hi = hn::LoadU(df, src + i + lanes);
-#if HWY_TARGET != HWY_SCALAR
-    if constexpr (E::kDType == XHAL_DTYPE_BF16) {  // even and odd elements, see load2_f32
-      hn::StoreU(hn::ConcatEven(df, hi, lo), df, dst + i), hn::StoreU(hn::ConcatOdd(df, hi, lo), df, dst + i + lanes);
-      continue;
-    }
-#endif
-    hn::StoreU(lo, df, dst + i), hn::StoreU(hi, df, dst + i + lanes);
-  }
-  for (; i < n; ++i) dst[i] = src[i];
 }
 
 // Whether x[0..n) are all finite (x - x is 0 for them, NaN for infinities and NaNs).
@@ -133,10 +105,9 @@ void rope_typed(const xhal_op_call* c) {
         to_pair_order<E>(cs, cos_pairs.get(), half), to_pair_order<E>(cs + half, sin_pairs.get(), half);
         // A finite row lets bf16 be rounded without a NaN test; a cache row may hold any float
         // (NaNs whose low bits are set too).
-        const NeoxRow row{cs, cs + half, cos_pairs.get(), sin_pairs.get()};
         const auto rotate = all_finite(cs, 2 * half) ? rotate_neox<E, NaNs::from_bf16> : rotate_neox<E, NaNs::any>;
-        for (int64_t h = 0; h < q.size(1); ++h) rotate(q.at(t, h, 0), row, half);
-        for (int64_t h = 0; h < k.size(1); ++h) rotate(k.at(t, h, 0), row, half);
+        for (int64_t h = 0; h < q.size(1); ++h) rotate(q.at(t, h, 0), cos_pairs.get(), sin_pairs.get(), half);
+        for (int64_t h = 0; h < k.size(1); ++h) rotate(k.at(t, h, 0), cos_pairs.get(), sin_pairs.get(), half);
         continue;
       }
       for (int64_t i = 0; i < half; ++i) {

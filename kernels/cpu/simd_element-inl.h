@@ -168,6 +168,27 @@ HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
   store_f32<E, kStream, kNaNs>(b, p + hn::Lanes(DF()));
 }
 
+// dst = src (n floats) with each whole pair of vectors (2 * Lanes(DF()) floats) in load2_f32<E>'s
+// order, the rest in place: LoadU of two vectors from dst at p then matches load2_f32<E> at p, so
+// f32 operands (cos and sin rows, say) line up with E values read in pairs.
+template <class E>
+HWY_INLINE void to_pair_order(const float* src, float* dst, int64_t n) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const VF lo = hn::LoadU(df, src + i), hi = hn::LoadU(df, src + i + lanes);
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (E::kDType == XHAL_DTYPE_BF16) {  // the even elements, then the odd ones
+      hn::StoreU(hn::ConcatEven(df, hi, lo), df, dst + i), hn::StoreU(hn::ConcatOdd(df, hi, lo), df, dst + i + lanes);
+      continue;
+    }
+#endif
+    hn::StoreU(lo, df, dst + i), hn::StoreU(hi, df, dst + i + lanes);
+  }
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
 // Sum of x[i]^2 over i < n, accumulated in f32. bf16 on CPUs with AVX512_BF16: vdpbf16ps squares
 // and adds 32 elements per instruction without widening them first (bf16 products are exact in
 // f32; the instruction treats subnormal inputs as zero, whose squares underflow anyway).
