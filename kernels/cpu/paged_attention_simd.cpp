@@ -13,7 +13,6 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/paged_attention_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <omp.h>
@@ -21,11 +20,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/attention_core.hpp"
 #include "kernels/cpu/paged_attention_checks.hpp"
+#include "kernels/cpu/simd_dot-inl.h"
 #include "kernels/cpu/simd_element-inl.h"
 #include "kernels/cpu/simd_math-inl.h"
 #include "kernels/cpu/tensor_ref.hpp"
@@ -52,77 +51,6 @@ template <class T>
 std::vector<T>& scratch(int which) {
   thread_local std::vector<T> buffers[3];
   return buffers[which];
-}
-
-// Query elements as the dot products read them: bf16 as stored for vdpbf16ps, else f32.
-template <class E>
-using QueryElement = std::conditional_t<kBf16Dot<E>, typename E::Storage, float>;
-
-template <class E>
-HWY_INLINE float query_value(QueryElement<E> x) {
-  if constexpr (kBf16Dot<E>) {
-    return E::load(x);
-  } else {
-    return x;
-  }
-}
-
-// One query row of E into dst: as stored (kBf16Dot), else f32 with whole chunks of 2 * lanes in
-// load2_f32's order (the order the K rows are widened in) and the rest in place.
-template <class E>
-void prepare_query(const typename E::Storage* q, int64_t D, QueryElement<E>* dst) {
-  if constexpr (kBf16Dot<E>) {
-    std::copy(q, q + D, dst);
-  } else {
-    const DF df;
-    const int64_t lanes = int64_t(hn::Lanes(df));
-    int64_t d = 0;
-    for (; d + 2 * lanes <= D; d += 2 * lanes) {
-      VF a, b;
-      load2_f32<E>(q + d, a, b);
-      hn::StoreU(a, df, dst + d), hn::StoreU(b, df, dst + d + lanes);
-    }
-    for (; d < D; ++d) dst[d] = E::load(q[d]);
-  }
-}
-
-// kSumBlock dot products: R query rows (q, D apart) x kSumBlock / R keys (k): sums[r * K + j]. The
-// sums stay in registers over whole chunks of the rows and are reduced together.
-template <class E, int R>
-HWY_INLINE void score_block(const QueryElement<E>* q, const typename E::Storage* const* k, int64_t D, float* sums) {
-  constexpr int K = kSumBlock / R;
-  const DF df;
-  const int64_t lanes = int64_t(hn::Lanes(df)), full = D / (2 * lanes) * (2 * lanes);
-  VF acc[kSumBlock];
-  for (VF& a : acc) a = hn::Zero(df);
-  for (int64_t d = 0; d < full; d += 2 * lanes) {
-    if constexpr (kBf16Dot<E>) {
-#ifdef XHAL_CPU_AVX512  // kBf16Dot holds only there
-      const hn::ScalableTag<uint16_t> du16;
-      hn::Vec<decltype(du16)> kv[K];
-      for (int j = 0; j < K; ++j) kv[j] = hn::LoadU(du16, k[j] + d);
-      for (int r = 0; r < R; ++r) {
-        const auto qv = hn::LoadU(du16, q + r * D + d);
-        for (int j = 0; j < K; ++j) dot_bf16(acc[r * K + j], qv, kv[j]);
-      }
-#endif
-    } else {
-      for (int j = 0; j < K; ++j) {
-        VF ka, kb;
-        load2_f32<E>(k[j] + d, ka, kb);
-        for (int r = 0; r < R; ++r) {
-          acc[r * K + j] = hn::MulAdd(hn::LoadU(df, q + r * D + d), ka, acc[r * K + j]);
-          acc[r * K + j] = hn::MulAdd(hn::LoadU(df, q + r * D + d + lanes), kb, acc[r * K + j]);
-        }
-      }
-    }
-  }
-  sum_lanes_of_block(acc, sums);
-  for (int64_t d = full; d < D; ++d) {
-    for (int r = 0; r < R; ++r) {
-      for (int j = 0; j < K; ++j) sums[r * K + j] += query_value<E>(q[r * D + d]) * E::load(k[j][d]);
-    }
-  }
 }
 
 // acc[r * Dv + d] += sum over j < keys of p[r * kTile + j] * v[j][d] for R rows: the rows' vectors
@@ -235,16 +163,19 @@ void softmax_tile(float* s, int64_t keys, const MaskParams& mask, float* m, floa
   *l += sum;
 }
 
-// Brings a row of `bytes` toward the core ahead of its use.
+// Brings a row of `bytes` into L2 ahead of its use. Not into L1: a tile's K and V rows for all kv
+// heads (128 KiB at D = 128, 8 kv heads) outgrow any L1, so L1 prefetches evicted each other and
+// the tile in use (12% slower on the Xeon; the same on Zen 3, docs/kernel-notes.md).
 HWY_INLINE void prefetch_row(const void* p, int64_t bytes) {
   const char* c = static_cast<const char*>(p);
-  for (int64_t off = 0; off < bytes; off += 64) hwy::Prefetch(c + off);
+  constexpr int kReadOnly = 0, kKeepInL2 = 2;  // __builtin_prefetch's locality 2: prefetcht1 on x86
+  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, kReadOnly, kKeepInL2);
 }
 
 template <class E, int R>
 void paged_decode_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
-  using Q = QueryElement<E>;
+  using Q = DotElement<E>;
   constexpr int64_t K = kSumBlock / R;  // keys per score block
   const TensorRef<const S> q(c->t[XHAL_SLOT_Q]), kc(c->t[XHAL_SLOT_K]), vc(c->t[XHAL_SLOT_V]);
   const TensorRef<S> out(c->t[XHAL_SLOT_OUT]);
@@ -293,7 +224,7 @@ void paged_decode_typed(const xhal_op_call* c) {
         }
         if (k0 >= k1) continue;
         for (int64_t hq = 0; hq < Hq; ++hq) {
-          prepare_query<E>(q.at(b, hq, 0), D, qrows.data() + (((hq / group) * rows + hq % group) * D));
+          prepare_dot_row<E>(q.at(b, hq, 0), D, qrows.data() + (((hq / group) * rows + hq % group) * D));
         }
         // Slots of the tile at j0 into set `which`; past the last key, the tile's first slot again
         // (its scores are computed and dropped).
@@ -316,7 +247,7 @@ void paged_decode_typed(const xhal_op_call* c) {
             for (int64_t h = 0; h < Hkv; ++h) {
               for (int64_t kk = 0; kk < K; ++kk) krows[kk] = k_slot[cur][j + kk] + h * kc.stride(2);
               for (int64_t r0 = 0; r0 < rows; r0 += R) {
-                score_block<E, R>(qrows.data() + ((h * rows + r0) * D), krows, D, sums);
+                dot_block<E, R>(qrows.data() + ((h * rows + r0) * D), krows, D, sums);
                 for (int r = 0; r < R; ++r) {
                   std::copy(sums + r * K, sums + (r + 1) * K, s.data() + ((h * rows + r0 + r) * kTile + j));
                 }
