@@ -5,7 +5,8 @@
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
 # trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels, when
-# tools/stage-cpu-deps.sh's .deps/cpu was carried along). The build always runs.
+# tools/stage-cpu-deps.sh's .deps/cpu was carried along; CPU_BEFORE_AFTER=N adds N rounds of
+# tools/cpu-before-after.sh). The CUDA build runs unless the cpu stage alone is asked for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -43,20 +44,23 @@ nccl_header=$(find / \( -path /proc -o -path /sys \) -prune -o -name nccl.h -pri
 nccl_root=${nccl_header:+$(dirname "$(dirname "$nccl_header")")}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
+# The CUDA build, unless the CPU stage alone was asked for (it builds its own tree).
 build=build-gpu
-start=$(date +%s)
-if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=ON \
-     -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root} >"$out/configure.log" 2>&1 &&
-   cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1; then
-  note "build: ok in $(( $(date +%s) - start )) s (dlpack from ${dlpack:-?})"
-else
-  note "build: FAILED (see build.log / configure.log)"
-  tail -n 40 "$out/configure.log" "$out/build.log"
-  printf '%s\n' "${summary[@]}"
-  exit 1
+if [ "$stages" != ",cpu," ]; then
+  start=$(date +%s)
+  if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=ON \
+       -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root} >"$out/configure.log" 2>&1 &&
+     cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1; then
+    note "build: ok in $(( $(date +%s) - start )) s (dlpack from ${dlpack:-?})"
+  else
+    note "build: FAILED (see build.log / configure.log)"
+    tail -n 40 "$out/configure.log" "$out/build.log"
+    printf '%s\n' "${summary[@]}"
+    exit 1
+  fi
+  "$build/bin/xhal-info" >"$out/xhal-info.txt" 2>&1
+  grep -E "cuda|Default" "$out/xhal-info.txt" | head -n 6
 fi
-"$build/bin/xhal-info" >"$out/xhal-info.txt" 2>&1
-grep -E "cuda|Default" "$out/xhal-info.txt" | head -n 6
 
 if want ctest; then
   ctest --test-dir "$build" -LE no_gpu --output-on-failure -j8 >"$out/ctest.log" 2>&1
@@ -145,6 +149,9 @@ if want cpu; then
   if [ -f "$deps/include/hwy/highway.h" ]; then
     libs=$deps/lib/$arch
     export LD_LIBRARY_PATH=$libs:$libs/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    # OpenBLAS 0.3.21 does not know this machine's Xeon and would run its Prescott kernels (a
+    # fifth of the rate); its nearest known core with AVX512_BF16 is Cooper Lake.
+    grep -q avx512_bf16 /proc/cpuinfo && export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-COOPERLAKE}
     cpu_build=build-gpu-cpu
     start=$(date +%s)
     if cmake -S . -B "$cpu_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=OFF -DXHAL_WITH_HIP=OFF \
@@ -152,7 +159,7 @@ if want cpu; then
          -DXHAL_OPENBLAS_LIBRARY="$libs/openblas-openmp/libopenblas.so" \
          -DXHAL_OPENBLAS_INCLUDE="$deps/include/$arch/openblas-openmp" ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} \
          >"$out/cpu-configure.log" 2>&1 &&
-       cmake --build "$cpu_build" -j"$(nproc)" --target xhal_cpu xhal_conformance xhal_bench xhal_info \
+       cmake --build "$cpu_build" -j"$(nproc)" --target xhal_cpu xhal_conformance xhal_bench xhal_info llama_block \
          >"$out/cpu-build.log" 2>&1; then
       note "cpu build: ok in $(( $(date +%s) - start )) s"
       lscpu | grep -E "Model name|^CPU\(s\)|L3" | tr -s ' ' | tee "$out/lscpu.txt"
@@ -166,6 +173,11 @@ if want cpu; then
         ${CPU_BENCH_FILTER:+--benchmark_filter=$CPU_BENCH_FILTER} >"$out/cpu-bench.txt" 2>&1
       note "xhal-bench cpu: exit $?"
       grep -E "_median" "$out/cpu-bench.txt" | sed -E 's/_median//; s/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
+      if [ -n "${CPU_BEFORE_AFTER:-}" ]; then
+        OUT="$out/cpu-before-after" tools/cpu-before-after.sh "$cpu_build/bin" "$CPU_BEFORE_AFTER" >"$out/cpu-before-after.txt" 2>&1
+        note "cpu before/after (reference kernels vs SIMD/BLAS, $CPU_BEFORE_AFTER rounds): exit $?"
+        sed -n '/^| op /,$p' "$out/cpu-before-after.txt"
+      fi
     else
       note "cpu build: FAILED (see cpu-configure.log / cpu-build.log)"
       tail -n 20 "$out/cpu-configure.log" "$out/cpu-build.log"

@@ -25,6 +25,7 @@ using xhal::TensorView;
 struct Config {
   int64_t hidden = 512, heads = 8, kv_heads = 2, head_dim = 64, inter = 1408;
   int64_t tokens = 64, decode = 4, block_size = 16;
+  int64_t warmup = 1;  // untimed passes first: lazy loading, first-touch page faults, BLAS start-up
   DType dtype = DType::bf16;
   float eps = 1e-5f;
   double rope_theta = 10000.0;
@@ -44,6 +45,8 @@ Config parse_config(int argc, char** argv) {
       cfg.tokens = std::stoll(value);
     } else if (flag == "--decode") {
       cfg.decode = std::stoll(value);
+    } else if (flag == "--warmup") {
+      cfg.warmup = std::stoll(value);
     } else if (flag == "--dtype") {
       if (value == "f32")
         cfg.dtype = DType::f32;
@@ -60,7 +63,9 @@ Config parse_config(int argc, char** argv) {
   if (cfg.hidden <= 0 || cfg.hidden % cfg.head_dim != 0) {
     throw std::invalid_argument("--hidden must be a positive multiple of 64 (the head dim)");
   }
-  if (cfg.tokens < 1 || cfg.decode < 0) throw std::invalid_argument("--tokens >= 1, --decode >= 0");
+  if (cfg.tokens < 1 || cfg.decode < 0 || cfg.warmup < 0) {
+    throw std::invalid_argument("--tokens >= 1, --decode >= 0, --warmup >= 0");
+  }
   // Keep the Llama proportions when --hidden changes: GQA ratio 4 where the heads allow it, and
   // the MLP ~2.75x wider, rounded to a multiple of 64 (512 -> 1408, as in the default).
   cfg.heads = cfg.hidden / cfg.head_dim;
@@ -306,12 +311,13 @@ int run(int argc, char** argv) {
               dm.properties(device).name.c_str(), dm.default_device_reason().c_str());
   std::printf(
       "hidden %lld, heads %lld/%lld x %lld, intermediate %lld, prompt %lld, decode %lld, "
-      "block %lld, %s\n",
+      "block %lld, %s, %lld untimed pass(es) first\n",
       (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads, (long long)c.head_dim,
       (long long)c.inter, (long long)c.tokens, (long long)c.decode, (long long)c.block_size,
-      std::string(xhal::dtype_name(c.dtype)).c_str());
+      std::string(xhal::dtype_name(c.dtype)).c_str(), (long long)c.warmup);
 
   const HostData host = make_host_data(c, 2024);
+  for (int64_t i = 0; i < c.warmup; ++i) run_model(c, host, device);
   const RunResult result = run_model(c, host, device);
   print_times(result.times);
 
@@ -349,7 +355,7 @@ int main(int argc, char** argv) {
   } catch (const std::logic_error& e) {  // bad flags: std::invalid_argument, std::out_of_range
     std::fprintf(stderr,
                  "llama_block: %s\nusage: llama_block [--hidden N] [--tokens N] [--decode N] "
-                 "[--dtype f32|f16|bf16]\n",
+                 "[--warmup N] [--dtype f32|f16|bf16]\n",
                  e.what());
     return 1;
   }
