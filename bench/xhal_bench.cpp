@@ -50,6 +50,7 @@ struct Shapes {
   std::vector<int64_t> varlen_seqs;          // attention_varlen: packed sequence lengths, causal
   int64_t paged_batch, paged_ctx;            // paged_attention: Hq 32, Hkv 8, block 16
   int64_t linear_m, linear_n, linear_k;
+  int64_t decode_n, decode_k;  // linear_decode: one row of x against w [decode_n, decode_k]
   int64_t copy_mib;   // ceiling/copy: bytes of the source
   int64_t gemm_size;  // ceiling/gemm: f32 linear gemm_size^3
 };
@@ -64,12 +65,14 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
                            .varlen_seqs = {1024, 512, 384, 128},
                            .paged_batch = 16, .paged_ctx = 4096,
                            .linear_m = 4096, .linear_n = 4096, .linear_k = 4096,
+                           .decode_n = 28672, .decode_k = 4096,
                            .copy_mib = 1024, .gemm_size = 4096};
   static const Shapes kAccelerator{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
                                    .attn_batch = 4, .attn_heads = 32, .attn_seq = 4096,
                                    .varlen_seqs = {4096, 2048, 1024, 512, 512},
                                    .paged_batch = 64, .paged_ctx = 4096,
                                    .linear_m = 8192, .linear_n = 8192, .linear_k = 8192,
+                                   .decode_n = 28672, .decode_k = 4096,
                                    .copy_mib = 1024, .gemm_size = 8192};
   // clang-format on
   Shapes s = type == xhal::DeviceType::cpu ? kCpu : kAccelerator;
@@ -342,6 +345,16 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
       2.0 * LM * LN * LK, Bound::compute, [=] {
         Tensor x = random_tensor({LM, LK}, dt, dev), w = random_tensor({LN, LK}, dt, dev);
         Tensor out = Tensor::empty({LM, LN}, dt, dev);
+        return std::function<void()>([=] { xhal::ops::linear(x, w, nullptr, out); });
+      });
+
+  // linear in decode: one token's row against a weight far larger than the caches (Llama-3-8B's
+  // gate and up projections, 28672 x 4096), so a read of w at the memory's rate.
+  const int64_t DN = s.decode_n, DK = s.decode_k;
+  add(fmt::format("linear_decode/1x{}x{}/{}", DN, DK, tn), double(DK + DN * DK + DN) * e, 2.0 * DN * DK,
+      Bound::memory, [=] {
+        Tensor x = random_tensor({1, DK}, dt, dev), w = random_tensor({DN, DK}, dt, dev);
+        Tensor out = Tensor::empty({1, DN}, dt, dev);
         return std::function<void()>([=] { xhal::ops::linear(x, w, nullptr, out); });
       });
   return cases;

@@ -190,6 +190,7 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   register_swiglu_simd_kernels(host);
   register_rope_simd_kernels(host);
   register_paged_attention_simd_kernels(host);
+  register_linear_simd_kernels(host);
 #endif
 #if defined(XHAL_HAVE_BLAS)
   register_linear_blas_kernels(host);

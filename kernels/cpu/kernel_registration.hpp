@@ -21,6 +21,7 @@ void register_swiglu_simd_kernels(const xhal_host_api* host);
 void register_rope_simd_kernels(const xhal_host_api* host);
 void register_paged_attention_simd_kernels(const xhal_host_api* host);
 void register_linear_blas_kernels(const xhal_host_api* host);
+void register_linear_simd_kernels(const xhal_host_api* host);  // a few rows of x
 void register_attention_blas_kernels(const xhal_host_api* host);  // Highway and OpenBLAS
 
 // Accuracy classes vs float64, per dtype: f32 accumulation, so f32 is limited by summation order
@@ -40,11 +41,16 @@ void register_float_kernels(const xhal_host_api* host, const char* name, xhal_op
   kernels::register_for<Kernel, F32, F16, BF16>(host, name, op, accuracy_for, {0, true, nullptr});
 }
 
-// Registers a fast kernel for the three float types, above the reference (priority 10).
+// Priorities: the fast kernels above the reference (0), and a kernel for a narrower case (which
+// its `supports` picks out) above the general fast one.
+constexpr int kFastPriority = 10, kNarrowFastPriority = 20;
+
+// Registers a fast kernel for the three float types, above the reference.
 template <template <class> class Kernel>
 void register_fast_kernels(const xhal_host_api* host, const char* name, xhal_op op,
-                           const char* (*supports)(const xhal_op_call*) = nullptr) {
-  kernels::register_for<Kernel, F32, F16, BF16>(host, name, op, accuracy_for, {10, false, supports});
+                           const char* (*supports)(const xhal_op_call*) = nullptr,
+                           int priority = kFastPriority) {
+  kernels::register_for<Kernel, F32, F16, BF16>(host, name, op, accuracy_for, {priority, false, supports});
 }
 
 }  // namespace xhal::cpu

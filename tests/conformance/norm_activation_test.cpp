@@ -131,9 +131,11 @@ TEST_P(Conformance, Linear) {
     int64_t M, N, K;
     bool bias;
   };
-  // {3, 5, 0}: K = 0, out is the bias alone (no row of x or w to read).
+  // {3, 5, 0}: K = 0, out is the bias alone (no row of x or w to read). M from 1 to 16 is decode's
+  // few rows (the CPU's dot-product kernel takes them in groups of 1, 2 or 4), 17 and up a GEMM's.
   for (const Case& c : {Case{1, 1, 1, true}, Case{7, 129, 64, false}, Case{129, 33, 1000, true}, Case{3, 5, 0, true},
-                        Case{0, 5, 7, true}, Case{17, 250, 96, true}, Case{3, 1100, 64, true}}) {
+                        Case{0, 5, 7, true}, Case{17, 250, 96, true}, Case{3, 1100, 64, true}, Case{2, 37, 100, true},
+                        Case{16, 70, 200, false}, Case{1, 300, 2048, true}}) {
     SCOPED_TRACE(fmt::format("M {} N {} K {} bias {}", c.M, c.N, c.K, c.bias));
     auto x = random({c.M, c.K});
     auto w = TestTensor::random({c.N, c.K}, dtype(), device(), rng(), -0.1, 0.1);
