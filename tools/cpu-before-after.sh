@@ -64,14 +64,15 @@ print("|---|---|---|---|---|")
 speedup = {}
 for dtype in ("bf16", "f32"):
     before, after = medians("before", dtype), medians("after", dtype)
-    for name in after[0]:
+    names = list(dict.fromkeys(name for run in after for name in run))  # every run's, in order
+    for name in names:
         b = [r[name][0] for r in before if name in r]
         a = [r[name][0] for r in after if name in r]
         if not b or not a:
             continue
         s = statistics.median(b) / statistics.median(a)
         speedup[name] = s
-        kind = "copy" if after[0][name][2] else "gemm"
+        kind = "copy" if next(r[name][2] for r in after if name in r) else "gemm"
         print(f"| {name} | {fmt_list(b, lambda x: f'{x:.3g}')} | {fmt_list(a, lambda x: f'{x:.3g}')} | "
               f"{s:.1f}x | {fmt_list([r[name][1] for r in after if name in r], lambda x: f'{x:.2f}')} of {kind} |")
 
