@@ -31,8 +31,9 @@ void linear_rows_typed(const xhal_op_call* c) {
   // x's rows prepared for the dot products, rounded up to a multiple of R with zero rows.
   const int64_t rows = (M + R - 1) / R * R;
   thread_local std::vector<DotElement<E>> prepared;  // keeps its memory from call to call
-  prepared.assign(size_t(rows * K), DotElement<E>{});
+  prepared.resize(size_t(rows * K));
   for (int64_t m = 0; m < M; ++m) prepare_dot_row<E>(x.at(m, 0), K, prepared.data() + m * K);
+  std::fill(prepared.begin() + M * K, prepared.end(), DotElement<E>{});
   const DotElement<E>* xq = prepared.data();
   const int64_t blocks = (N + J - 1) / J;
 #pragma omp parallel for schedule(static)
@@ -52,17 +53,10 @@ void linear_rows_typed(const xhal_op_call* c) {
   }
 }
 
-// R, the rows of x per block: M up to 4 (kSumBlock / R rows of w per block).
-template <class E>
-void linear_rows_of(const xhal_op_call* c) {
-  const int64_t M = c->t[XHAL_SLOT_LINEAR_X]->shape[0];
-  if (M >= 3) return linear_rows_typed<E, 4>(c);
-  if (M == 2) return linear_rows_typed<E, 2>(c);
-  linear_rows_typed<E, 1>(c);
-}
-
+// R, the rows of x per block, from M.
 void linear_rows(const xhal_op_call* c) {
-  with_element(c->dtype, [&]<class E>() { linear_rows_of<E>(c); });
+  const int64_t M = c->t[XHAL_SLOT_LINEAR_X]->shape[0];
+  with_element(c->dtype, [&]<class E>() { with_rows_per_block(M, [&]<int R>() { linear_rows_typed<E, R>(c); }); });
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE

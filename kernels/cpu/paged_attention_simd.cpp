@@ -307,17 +307,10 @@ void paged_decode_typed(const xhal_op_call* c) {
   }
 }
 
-// R, the query rows per score block: the group's size up to 4 (kSumBlock / R keys per block).
-template <class E>
-void paged_decode_rows(const xhal_op_call* c) {
-  const int64_t group = c->t[XHAL_SLOT_Q]->shape[1] / c->t[XHAL_SLOT_K]->shape[2];
-  if (group >= 3) return paged_decode_typed<E, 4>(c);
-  if (group == 2) return paged_decode_typed<E, 2>(c);
-  paged_decode_typed<E, 1>(c);
-}
-
+// R, the query rows per score block, from the GQA group's size.
 void paged_decode(const xhal_op_call* c) {
-  with_element(c->dtype, [&]<class E>() { paged_decode_rows<E>(c); });
+  const int64_t group = c->t[XHAL_SLOT_Q]->shape[1] / c->t[XHAL_SLOT_K]->shape[2];
+  with_element(c->dtype, [&]<class E>() { with_rows_per_block(group, [&]<int R>() { paged_decode_typed<E, R>(c); }); });
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE

@@ -94,6 +94,15 @@ HWY_INLINE void dot_block(const DotElement<E>* q, const typename E::Storage* con
   }
 }
 
+// Calls f.template operator()<R>() with R, the prepared rows per dot_block, for `rows` prepared
+// rows: all of them up to 4 (3 padded to 4), so each block has kSumBlock / R stored rows.
+template <class F>
+HWY_INLINE void with_rows_per_block(int64_t rows, F&& f) {
+  if (rows >= 3) return f.template operator()<4>();
+  if (rows == 2) return f.template operator()<2>();
+  f.template operator()<1>();
+}
+
 }  // namespace xhal::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
