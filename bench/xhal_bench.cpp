@@ -340,23 +340,19 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         return std::function<void()>([=] { xhal::ops::paged_attention(q, kc, vc, bt, lens, out); });
       });
 
-  const int64_t LM = s.linear_m, LN = s.linear_n, LK = s.linear_k;
-  add(fmt::format("linear/{}x{}x{}/{}", LM, LN, LK, tn), double(LM * LK + LN * LK + LM * LN) * e,
-      2.0 * LM * LN * LK, Bound::compute, [=] {
-        Tensor x = random_tensor({LM, LK}, dt, dev), w = random_tensor({LN, LK}, dt, dev);
-        Tensor out = Tensor::empty({LM, LN}, dt, dev);
-        return std::function<void()>([=] { xhal::ops::linear(x, w, nullptr, out); });
-      });
-
+  // linear: x [m, k] against w [n, k], bound as the shape makes it.
+  auto add_linear = [&](const std::string& kind, int64_t m, int64_t n, int64_t k, Bound bound) {
+    add(fmt::format("{}/{}x{}x{}/{}", kind, m, n, k, tn), double(m * k + n * k + m * n) * e, 2.0 * m * n * k, bound,
+        [=] {
+          Tensor x = random_tensor({m, k}, dt, dev), w = random_tensor({n, k}, dt, dev);
+          Tensor out = Tensor::empty({m, n}, dt, dev);
+          return std::function<void()>([=] { xhal::ops::linear(x, w, nullptr, out); });
+        });
+  };
+  add_linear("linear", s.linear_m, s.linear_n, s.linear_k, Bound::compute);
   // linear in decode: one token's row against a weight far larger than the caches (Llama-3-8B's
   // gate and up projections, 28672 x 4096), so a read of w at the memory's rate.
-  const int64_t DN = s.decode_n, DK = s.decode_k;
-  add(fmt::format("linear_decode/1x{}x{}/{}", DN, DK, tn), double(DK + DN * DK + DN) * e, 2.0 * DN * DK,
-      Bound::memory, [=] {
-        Tensor x = random_tensor({1, DK}, dt, dev), w = random_tensor({DN, DK}, dt, dev);
-        Tensor out = Tensor::empty({1, DN}, dt, dev);
-        return std::function<void()>([=] { xhal::ops::linear(x, w, nullptr, out); });
-      });
+  add_linear("linear_decode", 1, s.decode_n, s.decode_k, Bound::memory);
   return cases;
 }
 

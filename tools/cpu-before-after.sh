@@ -16,22 +16,19 @@ mkdir -p "$out"
 reference=attention,attention_varlen,paged_attention,rms_norm,fused_add_rms_norm,swiglu,swiglu_packed,rope,linear
 "$bin/xhal-info" 2>&1 | grep -E "^  cpu |version: xhal cpu" | tee "$out/info.txt" || true
 
-bench() {  # mode dtype filter round
-  local force=""
-  [ "$1" = before ] && force=$reference
-  XHAL_FORCE_REFERENCE=$force "$bin/xhal-bench" --device cpu --dtype "$2" --benchmark_filter="$3" \
+bench() {  # mode dtype filter round; XHAL_FORCE_REFERENCE set by the caller
+  "$bin/xhal-bench" --device cpu --dtype "$2" --benchmark_filter="$3" \
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_out="$out/bench-$1-$2-$4.json" --benchmark_out_format=json >"$out/bench-$1-$2-$4.txt" 2>&1
 }
 for round in $(seq "$rounds"); do
   for mode in before after; do
     echo "round $round: $mode"
+    export XHAL_FORCE_REFERENCE=""
+    [ "$mode" = before ] && XHAL_FORCE_REFERENCE=$reference
     bench "$mode" bf16 '^(rms|fused|swiglu|rope|attention|paged|linear)' "$round"
     bench "$mode" f32 '^(attention/|paged|linear)' "$round"
-    force=""
-    [ "$mode" = before ] && force=$reference
-    XHAL_FORCE_REFERENCE=$force "$bin/llama_block" --hidden 2048 --tokens 512 --decode 8 \
-      >"$out/llama-$mode-$round.txt" 2>&1
+    "$bin/llama_block" --hidden 2048 --tokens 512 --decode 8 >"$out/llama-$mode-$round.txt" 2>&1
   done
 done
 
