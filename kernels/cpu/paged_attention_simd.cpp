@@ -1,15 +1,16 @@
 // paged_attention (decode) on the CPU with SIMD (Highway, best target picked at run time). Decode
 // is memory-bound: each cached K/V row must be read once, straight from the cache, and used for
 // every query head that shares its kv head, with as little work per byte as possible. Tasks are
-// (sequence, split of the keys), split so that every thread has several tasks even for one
-// sequence; each walks its keys in tiles of kTile. Per tile, slot by slot (memory in order: a
-// slot's heads are adjacent in the cache), every kv head's scores come out kSumBlock at a time (R
-// query heads x kSumBlock / R keys, the sums in registers, reduced together) while the next tile's K
-// and V rows are prefetched; then per kv head the online softmax and P V, R heads' output vectors
-// in registers while V streams by. bf16 on CPUs with AVX512_BF16 is multiplied as stored
-// (vdpbf16ps, P rounded to bf16 as the GPU kernels round it); elsewhere K and V are widened in
-// registers in load2_f32's order. Splits are merged by their log-sum-exp. Registered above the
-// reference kernel of paged_attention.cpp.
+// (sequence, split of the keys), small enough that every thread has many even for one sequence,
+// claimed from a shared counter; a thread claims its next task during the last tile of the current
+// one, so that task's first tile is prefetched like any other. Each walks its keys in tiles of
+// kTile. Per tile, slot by slot (memory in order: a slot's heads are adjacent in the cache), every
+// kv head's scores come out kSumBlock at a time (R query heads x kSumBlock / R keys, the sums in
+// registers, reduced together) while the next tile's K and V rows are prefetched; then per kv head
+// the online softmax and P V, R heads' output vectors in registers while V streams by. bf16 on
+// CPUs with AVX512_BF16 is multiplied as stored (vdpbf16ps, P rounded to bf16 as the GPU kernels
+// round it); elsewhere K and V are widened in registers in load2_f32's order. Splits are merged by
+// their log-sum-exp. Registered above the reference kernel of paged_attention.cpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/paged_attention_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -18,6 +19,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -32,9 +34,10 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-constexpr int64_t kTile = 32;           // keys per tile
+constexpr int64_t kTile = 32;            // keys per tile
 static_assert(kTile % kSumBlock == 0, "a tile's keys are scored in whole blocks");
-constexpr int64_t kMinSplitKeys = 512;  // keys per split at least
+constexpr int64_t kMinSplitKeys = 256;   // keys per split at least
+constexpr int64_t kTasksPerThread = 16;  // small tasks: the threads' last ones end close together
 constexpr float kLog2e = 1.44269504088896341f;
 
 // What one split leaves for the merge, views into one buffer: per query row of the group, the
@@ -183,9 +186,9 @@ void paged_decode_typed(const xhal_op_call* c) {
   const int64_t B = q.size(0), Hq = q.size(1), D = q.size(2), Dv = vc.size(3);
   const int64_t block_size = kc.size(1), Hkv = kc.size(2), group = Hq / Hkv;
   const MaskParams mask = MaskParams::from(c->params);
-  // Splits: enough tasks for every thread several times over, each of kMinSplitKeys keys or more.
+  // Splits: kTasksPerThread tasks for every thread, each of kMinSplitKeys keys or more.
   const int64_t max_len = table.size(1) * block_size;
-  const int64_t want = (4 * omp_get_max_threads() + B - 1) / B;
+  const int64_t want = (kTasksPerThread * omp_get_max_threads() + B - 1) / B;
   const int64_t splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, max_len / kMinSplitKeys));
   // Query rows per kv head rounded up to a multiple of R, the extra rows zeros whose results are
   // dropped.
@@ -197,6 +200,15 @@ void paged_decode_typed(const xhal_op_call* c) {
     return Partial::at(partials.data() + (((b * Hkv + h) * splits + split) * partial_floats), rows);
   };
   const int64_t k_row_bytes = D * int64_t(sizeof(S)), v_row_bytes = Dv * int64_t(sizeof(S));
+  const int64_t tasks = B * splits;
+  std::atomic<int64_t> next_task{0};  // tasks (sequence, split), claimed one by one
+  // The keys of task t: [k0, k1); the decode token is the last of the sequence's L.
+  auto task_keys = [&](int64_t t, int64_t* k0, int64_t* k1) {
+    int64_t lo, hi;
+    mask.visible_range(0, 1, *lens.at(t / splits), &lo, &hi);
+    const int64_t per_split = (hi - lo + splits - 1) / splits;
+    *k0 = lo + (t % splits) * per_split, *k1 = std::min(hi, *k0 + per_split);
+  };
 #pragma omp parallel
   {
     std::vector<Q>& qrows = scratch<Q>(1);  // [kv head][row][dim]
@@ -209,39 +221,52 @@ void paged_decode_typed(const xhal_op_call* c) {
     const S* krows[K];
     const S* vrows[kTile];
     alignas(64) float sums[kSumBlock];
-#pragma omp for collapse(2) schedule(dynamic)
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t split = 0; split < splits; ++split) {
-        int64_t lo, hi;  // the decode token is the last of the sequence's L
-        mask.visible_range(0, 1, *lens.at(b), &lo, &hi);
-        const int64_t per_split = (hi - lo + splits - 1) / splits;
-        const int64_t k0 = lo + split * per_split, k1 = std::min(hi, k0 + per_split);
-        for (int64_t h = 0; h < Hkv; ++h) {
-          const Partial part = partial(b, h, split);
-          std::fill(part.m, part.m + rows, -std::numeric_limits<float>::infinity());
-          std::fill(part.l, part.l + rows, 0.0f);
-          std::fill(part.acc, part.acc + rows * Dv, 0.0f);
-        }
-        if (k0 >= k1) continue;
+    // Slots of the tile of sequence b at j0 (keys up to k1) into set `which`; past the last key,
+    // the tile's first slot again (its scores are computed and dropped).
+    auto locate = [&](int64_t b, int64_t j0, int64_t k1, int which) {
+      const int64_t keys = std::min(kTile, k1 - j0);
+      for (int64_t j = 0; j < kTile; ++j) {
+        const int64_t key = j0 + (j < keys ? j : 0);
+        const int64_t block = *table.at(b, key / block_size), slot = key % block_size;
+        k_slot[which][j] = kc.at(block, slot, 0, 0), v_slot[which][j] = vc.at(block, slot, 0, 0);
+      }
+    };
+    // Tasks are claimed one at a time; the next one during the current one's last tile, so that
+    // its first tile comes in during that tile's scores like any other.
+    int64_t task = next_task.fetch_add(1);
+    int64_t located = -1;  // the task whose first tile's slots are in set first_set
+    int first_set = 0;
+    while (task < tasks) {
+      const int64_t b = task / splits, split = task % splits;
+      int64_t k0, k1;
+      task_keys(task, &k0, &k1);
+      for (int64_t h = 0; h < Hkv; ++h) {
+        const Partial part = partial(b, h, split);
+        std::fill(part.m, part.m + rows, -std::numeric_limits<float>::infinity());
+        std::fill(part.l, part.l + rows, 0.0f);
+        std::fill(part.acc, part.acc + rows * Dv, 0.0f);
+      }
+      int64_t claimed = -1;
+      if (k0 < k1) {
         for (int64_t hq = 0; hq < Hq; ++hq) {
           prepare_dot_row<E>(q.at(b, hq, 0), D, qrows.data() + (((hq / group) * rows + hq % group) * D));
         }
-        // Slots of the tile at j0 into set `which`; past the last key, the tile's first slot again
-        // (its scores are computed and dropped).
-        auto locate = [&](int64_t j0, int which) {
-          const int64_t keys = std::min(kTile, k1 - j0);
-          for (int64_t j = 0; j < kTile; ++j) {
-            const int64_t key = j0 + (j < keys ? j : 0);
-            const int64_t block = *table.at(b, key / block_size), slot = key % block_size;
-            k_slot[which][j] = kc.at(block, slot, 0, 0), v_slot[which][j] = vc.at(block, slot, 0, 0);
-          }
-        };
-        locate(k0, 0);
+        if (located != task) first_set = 0, locate(b, k0, k1, 0);
         for (int64_t j0 = k0, tile = 0; j0 < k1; j0 += kTile, ++tile) {
-          const int cur = int(tile % 2), next = 1 - cur;
+          const int cur = int((tile + first_set) % 2), next = 1 - cur;
           const int64_t keys = std::min(kTile, k1 - j0);
-          const bool has_next = j0 + kTile < k1;
-          if (has_next) locate(j0 + kTile, next);
+          bool has_next = j0 + kTile < k1;
+          if (has_next) {
+            locate(b, j0 + kTile, k1, next);
+          } else {
+            claimed = next_task.fetch_add(1);
+            int64_t n0 = 0, n1 = 0;
+            if (claimed < tasks) task_keys(claimed, &n0, &n1);
+            if (n0 < n1) {
+              locate(claimed / splits, n0, n1, next);
+              has_next = true, first_set = next, located = claimed;
+            }
+          }
           // Scores, slot by slot; meanwhile the next tile's K and V rows come in.
           for (int64_t j = 0; j < kTile; j += K) {
             for (int64_t h = 0; h < Hkv; ++h) {
@@ -274,6 +299,7 @@ void paged_decode_typed(const xhal_op_call* c) {
           }
         }
       }
+      task = claimed < 0 ? next_task.fetch_add(1) : claimed;
     }
   }
   // Merge the splits of each (sequence, query head): weights 2^(m_s - M), M the largest max.
