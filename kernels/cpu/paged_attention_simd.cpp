@@ -233,9 +233,18 @@ void paged_decode_typed(const xhal_op_call* c) {
     };
     // Tasks are claimed one at a time; the next one during the current one's last tile, so that
     // its first tile comes in during that tile's scores like any other.
-    int64_t task = next_task.fetch_add(1);
-    int64_t located = -1;  // the task whose first tile's slots are in set first_set
-    int first_set = 0;
+    int64_t task = next_task.fetch_add(1), claimed = -1;
+    int cur = 0;               // the slot set of the tile in hand; the other one takes the next tile
+    bool first_ready = false;  // set cur holds this task's first tile already
+    // Claims the next task; true when it has keys, its first tile's slots then in set `which`.
+    auto claim_ahead = [&](int which) {
+      claimed = next_task.fetch_add(1);
+      int64_t n0 = 0, n1 = 0;
+      if (claimed < tasks) task_keys(claimed, &n0, &n1);
+      if (n0 >= n1) return false;
+      locate(claimed / splits, n0, n1, which);
+      return true;
+    };
     while (task < tasks) {
       const int64_t b = task / splits, split = task % splits;
       int64_t k0, k1;
@@ -246,26 +255,20 @@ void paged_decode_typed(const xhal_op_call* c) {
         std::fill(part.l, part.l + rows, 0.0f);
         std::fill(part.acc, part.acc + rows * Dv, 0.0f);
       }
-      int64_t claimed = -1;
+      claimed = -1;
       if (k0 < k1) {
         for (int64_t hq = 0; hq < Hq; ++hq) {
           prepare_dot_row<E>(q.at(b, hq, 0), D, qrows.data() + (((hq / group) * rows + hq % group) * D));
         }
-        if (located != task) first_set = 0, locate(b, k0, k1, 0);
-        for (int64_t j0 = k0, tile = 0; j0 < k1; j0 += kTile, ++tile) {
-          const int cur = int((tile + first_set) % 2), next = 1 - cur;
+        if (!first_ready) locate(b, k0, k1, cur);
+        for (int64_t j0 = k0; j0 < k1; j0 += kTile, cur = 1 - cur) {
+          const int next = 1 - cur;
           const int64_t keys = std::min(kTile, k1 - j0);
           bool has_next = j0 + kTile < k1;
           if (has_next) {
             locate(b, j0 + kTile, k1, next);
           } else {
-            claimed = next_task.fetch_add(1);
-            int64_t n0 = 0, n1 = 0;
-            if (claimed < tasks) task_keys(claimed, &n0, &n1);
-            if (n0 < n1) {
-              locate(claimed / splits, n0, n1, next);
-              has_next = true, first_set = next, located = claimed;
-            }
+            has_next = first_ready = claim_ahead(next);
           }
           // Scores, slot by slot; meanwhile the next tile's K and V rows come in.
           for (int64_t j = 0; j < kTile; j += K) {
