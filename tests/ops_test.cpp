@@ -87,6 +87,19 @@ const std::vector<BadCall>& bad_calls() {
          TensorView q(b.f.data(), DType::f32, V{huge, huge, 2, 8}, V{16, 16, 8, 1});
          ops::attention(q, b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
        }},
+      {"most negative stride", Errc::invalid_argument, "attention", "q",
+       [](Buffers& b) {
+         // Its magnitude does not fit in int64; found by the C API fuzz target.
+         TensorView q(b.f.data(), DType::f32, V{2, 4, 2, 8},
+                      V{std::numeric_limits<int64_t>::min(), 16, 8, 1});
+         ops::attention(q, b.f32({2, 4, 2, 8}), b.f32({2, 4, 2, 8}), b.o32({2, 4, 2, 8}));
+       }},
+      {"furthest element at the int64 limit", Errc::invalid_argument, "attention", "q",
+       [](Buffers& b) {
+         TensorView q(b.f.data(), DType::f32, V{2, 1, 1, 8},
+                      V{std::numeric_limits<int64_t>::max() - 7, 8, 8, 1});
+         ops::attention(q, b.f32({2, 1, 1, 8}), b.f32({2, 1, 1, 8}), b.o32({2, 1, 1, 8}));
+       }},
       {"device absent", Errc::backend_unavailable, "attention", "out",
        [](Buffers& b) {
          Device absent{DeviceType::ze, 0};  // no ze plugin in this build

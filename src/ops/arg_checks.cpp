@@ -21,17 +21,20 @@ void ArgChecks::tensor(std::string_view arg, const TensorView& t, int rank,
   // numel * element size, and the furthest element offset, must fit in int64.
   int64_t numel = 1, extent = 0;
   for (int d = 0; d < t.ndim(); ++d) {
-    int64_t span = 0;
+    int64_t span = 0, magnitude = 0;
+    // The most negative stride has no magnitude in int64, so negating it is checked too.
     if (__builtin_mul_overflow(numel, t.size(d), &numel) ||
-        (t.size(d) > 0 &&
-         (__builtin_mul_overflow(t.size(d) - 1, t.stride(d) < 0 ? -t.stride(d) : t.stride(d), &span) ||
+        (t.size(d) > 1 &&
+         (__builtin_mul_overflow(t.stride(d) < 0 ? -1 : 1, t.stride(d), &magnitude) ||
+          __builtin_mul_overflow(t.size(d) - 1, magnitude, &span) ||
           __builtin_add_overflow(extent, span, &extent)))) {
       fail(arg, "a size whose bytes fit in 64 bits", fmt::format("shape {}", shape_str(t)));
     }
   }
-  int64_t bytes = 0;
+  int64_t bytes = 0, elements = 0;
   if (__builtin_mul_overflow(numel, int64_t(dtype_size(t.dtype())), &bytes) ||
-      __builtin_mul_overflow(extent + 1, int64_t(dtype_size(t.dtype())), &bytes)) {
+      __builtin_add_overflow(extent, 1, &elements) ||
+      __builtin_mul_overflow(elements, int64_t(dtype_size(t.dtype())), &bytes)) {
     fail(arg, "a size whose bytes fit in 64 bits", fmt::format("shape {}", shape_str(t)));
   }
   if (numel > 0 && t.data() == nullptr) fail(arg, "data for a non-empty tensor", "a null pointer");
