@@ -49,6 +49,7 @@ struct Shapes {
   int64_t attn_batch, attn_heads, attn_seq;  // attention (MHA), head dim kHeadDim
   std::vector<int64_t> varlen_seqs;          // attention_varlen: packed sequence lengths, causal
   int64_t paged_batch, paged_ctx;            // paged_attention: Hq 32, Hkv 8, block 16
+  int64_t paged_long_ctx;                    // paged_attention of one long sequence
   int64_t linear_m, linear_n, linear_k;
   int64_t decode_n, decode_k;  // linear_decode: one row of x against w [decode_n, decode_k]
   int64_t copy_mib;   // ceiling/copy: bytes of the source
@@ -63,21 +64,21 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
   static const Shapes kCpu{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
                            .attn_batch = 1, .attn_heads = 16, .attn_seq = 2048,
                            .varlen_seqs = {1024, 512, 384, 128},
-                           .paged_batch = 16, .paged_ctx = 4096,
+                           .paged_batch = 16, .paged_ctx = 4096, .paged_long_ctx = 65536,
                            .linear_m = 4096, .linear_n = 4096, .linear_k = 4096,
                            .decode_n = 28672, .decode_k = 4096,
                            .copy_mib = 1024, .gemm_size = 4096};
   static const Shapes kAccelerator{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
                                    .attn_batch = 4, .attn_heads = 32, .attn_seq = 4096,
                                    .varlen_seqs = {4096, 2048, 1024, 512, 512},
-                                   .paged_batch = 64, .paged_ctx = 4096,
+                                   .paged_batch = 64, .paged_ctx = 4096, .paged_long_ctx = 131072,
                                    .linear_m = 8192, .linear_n = 8192, .linear_k = 8192,
                                    .decode_n = 28672, .decode_k = 4096,
                                    .copy_mib = 1024, .gemm_size = 8192};
   // clang-format on
   Shapes s = type == xhal::DeviceType::cpu ? kCpu : kAccelerator;
   if (quick) {
-    for (int64_t* n : {&s.rows, &s.rope_tokens, &s.attn_seq, &s.paged_ctx, &s.linear_m}) {
+    for (int64_t* n : {&s.rows, &s.rope_tokens, &s.attn_seq, &s.paged_ctx, &s.paged_long_ctx, &s.linear_m}) {
       *n /= 8;
     }
     for (int64_t& n : s.varlen_seqs) n /= 8;
@@ -119,8 +120,8 @@ struct Case {
 
 struct Ceilings {
   double copy_gbps = 0, gemm_tflops = 0;
-  // On the CPU each op call is followed by a call of its ceiling (copy for memory-bound ops, GEMM
-  // for compute-bound ones) and the fraction is the median of the pairs' ratios: a shared VM's
+  // On the CPU each op call (of very short ops, every few calls: run_case) is followed by a call of
+  // its ceiling (copy for memory-bound ops, GEMM for compute-bound ones) and the fraction is the median of the pairs' ratios: a shared VM's
   // bandwidth drifts by tens of percent within seconds, so a ceiling measured once would not
   // describe the moment an op ran. Accelerators are steady: there the up-front ceilings serve.
   std::function<void()> copy, gemm;
@@ -171,11 +172,18 @@ void run_case(benchmark::State& state, const Case& c, Device device) {
   const bool memory = c.bound == Bound::memory;
   const std::function<void()>& ceiling = memory ? g_ceilings.copy : g_ceilings.gemm;
   std::vector<double> op, ratio;  // per call: seconds, and the fraction of its paired ceiling
+  // A call is paired while the ceiling calls so far took at most kMaxCeilingShare times the op's
+  // calls: every call of the largest ops, but not a 1 GiB copy after each of thousands of calls of
+  // a microsecond op (hours).
+  constexpr double kMaxCeilingShare = 16;
+  double op_seconds = 0, ceiling_seconds = 0;
   for (auto _ : state) {
     op.push_back(seconds_of(call, device, sync));
-    if (ceiling) {
+    op_seconds += op.back();
+    if (ceiling && ceiling_seconds <= kMaxCeilingShare * op_seconds) {
       state.PauseTiming();
       const double t = seconds_of(ceiling, device, sync);
+      ceiling_seconds += t;
       ratio.push_back(memory ? (c.bytes / op.back()) / (g_ceilings.copy_bytes / t)
                              : (c.flops / op.back()) / (g_ceilings.gemm_flops / t));
       state.ResumeTiming();
@@ -325,20 +333,25 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
       });
 
   // paged_attention: decode, every sequence at the full context, pages shuffled across the pool.
-  const int64_t PB = s.paged_batch, ctx = s.paged_ctx, block = 16, blocks_per_seq = ctx / block;
-  add(fmt::format("paged_attention/B{}_Hq{}_Hkv{}_ctx{}_D{}/{}", PB, Hq, Hkv, ctx, D, tn),
-      (2.0 * PB * ctx * Hkv * D + 2.0 * PB * Hq * D) * e, 0, Bound::memory, [=] {
-        const int64_t num_blocks = PB * blocks_per_seq;
-        std::vector<int32_t> table(static_cast<size_t>(num_blocks));
-        std::iota(table.begin(), table.end(), 0);
-        std::shuffle(table.begin(), table.end(), std::mt19937(7));
-        Tensor q = random_tensor({PB, Hq, D}, dt, dev), out = Tensor::empty({PB, Hq, D}, dt, dev);
-        Tensor kc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
-        Tensor vc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
-        Tensor bt = i32_tensor(table, {PB, blocks_per_seq}, dev);
-        Tensor lens = i32_tensor(std::vector<int32_t>(size_t(PB), int32_t(ctx)), {PB}, dev);
-        return std::function<void()>([=] { xhal::ops::paged_attention(q, kc, vc, bt, lens, out); });
-      });
+  auto add_paged = [&](int64_t PB, int64_t ctx) {
+    const int64_t block = 16, blocks_per_seq = ctx / block;
+    add(fmt::format("paged_attention/B{}_Hq{}_Hkv{}_ctx{}_D{}/{}", PB, Hq, Hkv, ctx, D, tn),
+        (2.0 * PB * ctx * Hkv * D + 2.0 * PB * Hq * D) * e, 0, Bound::memory, [=] {
+          const int64_t num_blocks = PB * blocks_per_seq;
+          std::vector<int32_t> table(static_cast<size_t>(num_blocks));
+          std::iota(table.begin(), table.end(), 0);
+          std::shuffle(table.begin(), table.end(), std::mt19937(7));
+          Tensor q = random_tensor({PB, Hq, D}, dt, dev), out = Tensor::empty({PB, Hq, D}, dt, dev);
+          Tensor kc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
+          Tensor vc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
+          Tensor bt = i32_tensor(table, {PB, blocks_per_seq}, dev);
+          Tensor lens = i32_tensor(std::vector<int32_t>(size_t(PB), int32_t(ctx)), {PB}, dev);
+          return std::function<void()>([=] { xhal::ops::paged_attention(q, kc, vc, bt, lens, out); });
+        });
+  };
+  add_paged(s.paged_batch, s.paged_ctx);
+  // One long sequence (one user's long document): all parallelism comes from splitting its keys.
+  add_paged(1, s.paged_long_ctx);
 
   // linear: x [m, k] against w [n, k], bound as the shape makes it.
   auto add_linear = [&](const std::string& kind, int64_t m, int64_t n, int64_t k, Bound bound) {
