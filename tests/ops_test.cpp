@@ -204,6 +204,22 @@ TEST(Ops, EveryBadArgumentIsAClearError) {
   }
 }
 
+// A layout whose offsets overflow is named with its strides: the shape alone can look harmless.
+TEST(Ops, OffsetOverflowNamesTheStrides) {
+  std::vector<float> data(64, 0.0f), out(64, 0.0f);
+  using V = std::vector<int64_t>;
+  const TensorView q(data.data(), DType::f32, V{2, 1, 1, 8}, V{std::numeric_limits<int64_t>::min(), 8, 8, 1});
+  const TensorView kv(data.data(), DType::f32, V{2, 1, 1, 8}), o(out.data(), DType::f32, V{2, 1, 1, 8});
+  try {
+    ops::attention(q, kv, kv, o);
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shape [2, 1, 1, 8] with strides [-9223372036854775808, 8, 8, 1]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Ops, EmptyTensorsAreValidNoOps) {
   Buffers b;
   ops::rms_norm(TensorView(nullptr, DType::f32, {0, 64}), b.f32({64}), 1e-6f,

@@ -19,6 +19,10 @@ void ArgChecks::tensor(std::string_view arg, const TensorView& t, int rank,
     fail(arg, fmt::format("rank {}", rank), fmt::format("rank {} with shape {}", t.ndim(), shape_str(t)));
   }
   // numel * element size, and the furthest element offset, must fit in int64.
+  auto too_large = [&] {
+    fail(arg, "a size and element offsets whose bytes fit in 64 bits",
+         fmt::format("shape {} with strides [{}]", shape_str(t), fmt::join(t.strides(), ", ")));
+  };
   int64_t numel = 1, extent = 0;
   for (int d = 0; d < t.ndim(); ++d) {
     int64_t span = 0, magnitude = 0;
@@ -28,14 +32,14 @@ void ArgChecks::tensor(std::string_view arg, const TensorView& t, int rank,
          (__builtin_mul_overflow(t.stride(d) < 0 ? -1 : 1, t.stride(d), &magnitude) ||
           __builtin_mul_overflow(t.size(d) - 1, magnitude, &span) ||
           __builtin_add_overflow(extent, span, &extent)))) {
-      fail(arg, "a size whose bytes fit in 64 bits", fmt::format("shape {}", shape_str(t)));
+      too_large();
     }
   }
   int64_t bytes = 0, elements = 0;
   if (__builtin_mul_overflow(numel, int64_t(dtype_size(t.dtype())), &bytes) ||
       __builtin_add_overflow(extent, 1, &elements) ||
       __builtin_mul_overflow(elements, int64_t(dtype_size(t.dtype())), &bytes)) {
-    fail(arg, "a size whose bytes fit in 64 bits", fmt::format("shape {}", shape_str(t)));
+    too_large();
   }
   if (numel > 0 && t.data() == nullptr) fail(arg, "data for a non-empty tensor", "a null pointer");
   if (inner_contiguous && rank > 0 && t.size(-1) > 1 && t.stride(-1) != 1) {
