@@ -1,5 +1,8 @@
 #include "ops/arg_checks.hpp"
 
+#include <cstdlib>
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "xhal/error.hpp"
@@ -25,12 +28,12 @@ void ArgChecks::tensor(std::string_view arg, const TensorView& t, int rank,
   };
   int64_t numel = 1, extent = 0;
   for (int d = 0; d < t.ndim(); ++d) {
-    int64_t span = 0, magnitude = 0;
-    // The most negative stride has no magnitude in int64, so negating it is checked too.
+    int64_t span = 0;
+    const int64_t stride = t.stride(d);
     if (__builtin_mul_overflow(numel, t.size(d), &numel) ||
         (t.size(d) > 1 &&
-         (__builtin_mul_overflow(t.stride(d) < 0 ? -1 : 1, t.stride(d), &magnitude) ||
-          __builtin_mul_overflow(t.size(d) - 1, magnitude, &span) ||
+         (stride == std::numeric_limits<int64_t>::min() ||  // no magnitude in int64
+          __builtin_mul_overflow(t.size(d) - 1, std::abs(stride), &span) ||
           __builtin_add_overflow(extent, span, &extent)))) {
       too_large();
     }
