@@ -352,6 +352,9 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
   add_paged(s.paged_batch, s.paged_ctx);
   // One long sequence (one user's long document): all parallelism comes from splitting its keys.
   add_paged(1, s.paged_long_ctx);
+  // One short sequence (one user's chat turn): a latency case, its cache resident after the first
+  // call; keys must still be split for every thread to have a share.
+  add_paged(1, 1024);
 
   // linear: x [m, k] against w [n, k], bound as the shape makes it.
   auto add_linear = [&](const std::string& kind, int64_t m, int64_t n, int64_t k, Bound bound) {

@@ -1,16 +1,17 @@
 // paged_attention (decode) on the CPU with SIMD (Highway, best target picked at run time). Decode
 // is memory-bound: each cached K/V row must be read once, straight from the cache, and used for
 // every query head that shares its kv head, with as little work per byte as possible. Tasks are
-// (sequence, split of the keys), small enough that every thread has many even for one sequence,
-// claimed from a shared counter; a thread claims its next task during the last tile of the current
-// one, so that task's first tile is prefetched like any other. Each walks its keys in tiles of
-// kTile. Per tile, slot by slot (memory in order: a slot's heads are adjacent in the cache), every
-// kv head's scores come out kSumBlock at a time (R query heads x kSumBlock / R keys, the sums in
-// registers, reduced together) while the next tile's K and V rows are prefetched; then per kv head
-// the online softmax and P V, R heads' output vectors in registers while V streams by. bf16 on
-// CPUs with AVX512_BF16 is multiplied as stored (vdpbf16ps, P rounded to bf16 as the GPU kernels
-// round it); elsewhere K and V are widened in registers in load2_f32's order. Splits are merged by
-// their log-sum-exp. Registered above the reference kernel of paged_attention.cpp.
+// (sequence, split of the keys), small enough that every thread has many even for one sequence (one
+// short sequence: a share for every thread, down to a tile each), claimed from a shared counter; a
+// thread claims its next task during the last tile of the current one, so that task's first tile is
+// prefetched like any other. Each walks its keys in tiles of kTile. Per tile, slot by slot (memory
+// in order: a slot's heads are adjacent in the cache), every kv head's scores come out kSumBlock at
+// a time (R query heads x kSumBlock / R keys, the sums in registers, reduced together) while the
+// next tile's K and V rows are prefetched; then per kv head the online softmax and P V, R heads'
+// output vectors in registers while V streams by. bf16 on CPUs with AVX512_BF16 is multiplied as
+// stored (vdpbf16ps, P rounded to bf16 as the GPU kernels round it); elsewhere K and V are widened
+// in registers in load2_f32's order. Splits are merged by their log-sum-exp. Registered above the
+// reference kernel of paged_attention.cpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/paged_attention_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -186,10 +187,12 @@ void paged_decode_typed(const xhal_op_call* c) {
   const int64_t B = q.size(0), Hq = q.size(1), D = q.size(2), Dv = vc.size(3);
   const int64_t block_size = kc.size(1), Hkv = kc.size(2), group = Hq / Hkv;
   const MaskParams mask = MaskParams::from(c->params);
-  // Splits: kTasksPerThread tasks for every thread, each of kMinSplitKeys keys or more.
-  const int64_t max_len = table.size(1) * block_size;
-  const int64_t want = (kTasksPerThread * omp_get_max_threads() + B - 1) / B;
-  const int64_t splits = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, max_len / kMinSplitKeys));
+  // Splits: kTasksPerThread tasks for every thread, each of kMinSplitKeys keys or more; down to a
+  // tile each where longer ones would leave threads without a task (one short sequence).
+  const int64_t max_len = table.size(1) * block_size, threads = omp_get_max_threads();
+  const int64_t want = (kTasksPerThread * threads + B - 1) / B;
+  const int64_t one_each = std::min((threads + B - 1) / B, max_len / kTile);
+  const int64_t splits = std::clamp<int64_t>(want, 1, std::max({int64_t{1}, max_len / kMinSplitKeys, one_each}));
   // Query rows per kv head rounded up to a multiple of R, the extra rows zeros whose results are
   // dropped.
   const int64_t rows = (group + R - 1) / R * R;
