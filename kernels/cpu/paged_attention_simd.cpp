@@ -8,10 +8,10 @@
 // in order: a slot's heads are adjacent in the cache), every kv head's scores come out kSumBlock at
 // a time (R query heads x kSumBlock / R keys, the sums in registers, reduced together) while the
 // next tile's K and V rows are prefetched; then per kv head the online softmax and P V, R heads'
-// output vectors in registers while V streams by. bf16 on CPUs with AVX512_BF16 is multiplied as
-// stored (vdpbf16ps, P rounded to bf16 as the GPU kernels round it); elsewhere K and V are widened
-// in registers in load2_f32's order. Splits are merged by their log-sum-exp. Registered above the
-// reference kernel of paged_attention.cpp.
+// output vectors in registers while V streams by. The scores of bf16 on CPUs with AVX512_BF16 are
+// multiplied as stored (vdpbf16ps); every other product widens K or V in registers, in load2_f32's
+// order. Splits are merged by their log-sum-exp. Registered above the reference kernel of
+// paged_attention.cpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/paged_attention_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -58,48 +58,22 @@ std::vector<T>& scratch(int which) {
 }
 
 // acc[r * Dv + d] += sum over j < keys of p[r * kTile + j] * v[j][d] for R rows: the rows' vectors
-// of one chunk of 2 * lanes in registers while the keys' V rows stream by. bf16 with vdpbf16ps:
-// two keys per instruction, their V rows interleaved within 128-bit blocks and P rounded to bf16
-// (as the GPU kernels round it for their matrix units), the chunk's accumulators then in the order
-// of store_pv_chunk; elsewhere V widened in load2_f32's order. The rest of Dv in place.
+// of one chunk of 2 * lanes in registers while the keys' V rows stream by, widened to f32 in
+// load2_f32's order; the rest of Dv in place. On AVX512_BF16, vdpbf16ps here (P rounded to bf16)
+// was slower than widening, and four vectors per row slower than two (docs/kernel-notes.md).
 template <class E, int R>
 void accumulate_tile(float* acc, const float* p, const typename E::Storage* const* v, int64_t keys, int64_t Dv) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df)), full = Dv / (2 * lanes) * (2 * lanes);
-  [[maybe_unused]] uint32_t pairs[R][kTile / 2];  // bf16(p[j]) | bf16(p[j + 1]) << 16, zeros past keys
-  if constexpr (kBf16Dot<E>) {
-    for (int r = 0; r < R; ++r) {
-      for (int64_t j = 0; j < kTile; j += lanes) {
-        const VF pv = hn::IfThenElseZero(hn::FirstN(df, size_t(std::max<int64_t>(0, keys - j))), hn::LoadU(df, p + r * kTile + j));
-        store_f32<E>(pv, reinterpret_cast<uint16_t*>(pairs[r]) + j);
-      }
-    }
-  }
   for (int64_t d = 0; d < full; d += 2 * lanes) {
     VF a[R], b[R];
     for (int r = 0; r < R; ++r) a[r] = hn::LoadU(df, acc + r * Dv + d), b[r] = hn::LoadU(df, acc + r * Dv + d + lanes);
-    if constexpr (kBf16Dot<E>) {
-#ifdef XHAL_CPU_AVX512  // kBf16Dot holds only there
-      const hn::ScalableTag<uint16_t> du16;
-      const hn::ScalableTag<uint32_t> du32;
-      for (int64_t j = 0; j < keys; j += 2) {
-        const auto v0 = hn::LoadU(du16, v[j] + d);
-        const auto v1 = j + 1 < keys ? hn::LoadU(du16, v[j + 1] + d) : hn::Zero(du16);
-        const auto lower = hn::InterleaveLower(du16, v0, v1), upper = hn::InterleaveUpper(du16, v0, v1);
-        for (int r = 0; r < R; ++r) {
-          const auto pr = hn::BitCast(du16, hn::Set(du32, pairs[r][j / 2]));
-          dot_bf16(a[r], pr, lower), dot_bf16(b[r], pr, upper);
-        }
-      }
-#endif
-    } else {
-      for (int64_t j = 0; j < keys; ++j) {
-        VF va, vb;
-        load2_f32<E>(v[j] + d, va, vb);
-        for (int r = 0; r < R; ++r) {
-          const VF pr = hn::Set(df, p[r * kTile + j]);
-          a[r] = hn::MulAdd(pr, va, a[r]), b[r] = hn::MulAdd(pr, vb, b[r]);
-        }
+    for (int64_t j = 0; j < keys; ++j) {
+      VF va, vb;
+      load2_f32<E>(v[j] + d, va, vb);
+      for (int r = 0; r < R; ++r) {
+        const VF pr = hn::Set(df, p[r * kTile + j]);
+        a[r] = hn::MulAdd(pr, va, a[r]), b[r] = hn::MulAdd(pr, vb, b[r]);
       }
     }
     for (int r = 0; r < R; ++r) hn::StoreU(a[r], df, acc + r * Dv + d), hn::StoreU(b[r], df, acc + r * Dv + d + lanes);
@@ -109,23 +83,6 @@ void accumulate_tile(float* acc, const float* p, const typename E::Storage* cons
       for (int64_t j = 0; j < keys; ++j) acc[r * Dv + d] += p[r * kTile + j] * E::load(v[j][d]);
     }
   }
-}
-
-// Writes one chunk of an output row from the two vectors accumulate_tile left it in. vdpbf16ps
-// order: a holds dimensions 0-3, 8-11, 16-19, 24-27 (a 128-bit block each), b the four after each.
-template <class E>
-HWY_INLINE void store_pv_chunk(VF a, VF b, typename E::Storage* out) {
-#ifdef XHAL_CPU_AVX512
-  if constexpr (kBf16Dot<E>) {
-    // Blocks a0 a1 b0 b1 and a2 a3 b2 b3, each then reordered 0 2 1 3: dimensions 0-15 and 16-31.
-    const __m512 low = _mm512_shuffle_f32x4(a.raw, b.raw, 0x44), high = _mm512_shuffle_f32x4(a.raw, b.raw, 0xEE);
-    constexpr int kBlocks0213 = 0xD8;
-    const VF first{_mm512_shuffle_f32x4(low, low, kBlocks0213)}, second{_mm512_shuffle_f32x4(high, high, kBlocks0213)};
-    store_f32<E>(first, out), store_f32<E>(second, out + hn::Lanes(DF()));
-    return;
-  }
-#endif
-  store2_f32<E>(a, b, out);
 }
 
 // Dot products s[0..keys) -> p = 2^(s' - m_new), s' the scaled score in base 2 (softcap:
@@ -332,7 +289,7 @@ void paged_decode_typed(const xhal_op_call* c) {
       const auto iv = hn::Set(df, inv);
       int64_t d = 0;
       for (; d < full; d += 2 * lanes) {
-        store_pv_chunk<E>(hn::Mul(hn::LoadU(df, &row[size_t(d)]), iv), hn::Mul(hn::LoadU(df, &row[size_t(d + lanes)]), iv), o + d);
+        store2_f32<E>(hn::Mul(hn::LoadU(df, &row[size_t(d)]), iv), hn::Mul(hn::LoadU(df, &row[size_t(d + lanes)]), iv), o + d);
       }
       for (; d < Dv; ++d) o[d] = E::store(row[size_t(d)] * inv);
     }
