@@ -123,7 +123,8 @@ struct Ceilings {
   // On the CPU each op call (of very short ops, every few calls: run_case) is followed by a call
   // of its ceiling (copy for memory-bound ops, GEMM for compute-bound ones) and the fraction is
   // the median of the pairs' ratios: a shared VM's bandwidth drifts by tens of percent within
-  // seconds, so a ceiling measured once would not describe the moment an op ran. Accelerators are steady: there the up-front ceilings serve.
+  // seconds, so a ceiling measured once would not describe the moment an op ran. Accelerators are
+  // steady: there the up-front ceilings serve.
   std::function<void()> copy, gemm;
   double copy_bytes = 0, gemm_flops = 0;
 };
