@@ -7,8 +7,9 @@
 // prefetched like any other. Each walks its keys in tiles of kTile. Per tile, slot by slot (memory
 // in order: a slot's heads are adjacent in the cache), every kv head's scores come out kSumBlock at
 // a time (R query heads x kSumBlock / R keys, the sums in registers, reduced together) while the
-// next tile's K and V rows are prefetched; then per kv head the online softmax and P V, R heads'
-// output vectors in registers while V streams by. The scores of bf16 on CPUs with AVX512_BF16 are
+// next tile's K rows are prefetched, and its V rows too on CPUs with AVX-512; then per kv head the
+// online softmax and P V, R heads' output vectors in registers while V streams by (and, without
+// AVX-512, the next tile's V rows of that head are prefetched). The scores of bf16 on CPUs with AVX512_BF16 are
 // multiplied as stored (vdpbf16ps); every other product widens K or V in registers, in load2_f32's
 // order. Splits are merged by their log-sum-exp. Registered above the reference kernel of
 // paged_attention.cpp.
@@ -57,18 +58,44 @@ std::vector<T>& scratch(int which) {
   return buffers[which];
 }
 
+// Brings a line, or a row of `bytes`, into L2 ahead of its use. Not into L1: a tile's K and V rows
+// for all kv heads (128 KiB at D = 128, 8 kv heads) outgrow any L1, so L1 prefetches evicted each
+// other and the tile in use (12% slower on the Xeon; the same on Zen 3, docs/kernel-notes.md).
+HWY_INLINE void prefetch_line(const void* p) {
+  constexpr int kReadOnly = 0, kKeepInL2 = 2;  // __builtin_prefetch's locality 2: prefetcht1 on x86
+  __builtin_prefetch(p, kReadOnly, kKeepInL2);
+}
+HWY_INLINE void prefetch_row(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t off = 0; off < bytes; off += 64) prefetch_line(c + off);
+}
+
+// Where the next tile's V rows are prefetched. With AVX-512 (the Xeon, Zen 5), with K's during the
+// scores: requests issued during P V slowed its own loads from L2 by more than they saved. With
+// narrower vectors (Zen 3), during P V: there the prefetch instructions stall once the core's miss
+// buffers are full, so issuing all of a tile's during the scores stalled them; spread over both
+// phases, the op ran 13-25% faster there (docs/kernel-notes.md, twelfth pass).
+constexpr bool kPrefetchVDuringPV = HWY_MAX_BYTES < 64;
+
 // acc[r * Dv + d] += sum over j < keys of p[r * kTile + j] * v[j][d] for R rows: the rows' vectors
 // of one chunk of 2 * lanes in registers while the keys' V rows stream by, widened to f32 in
 // load2_f32's order; the rest of Dv in place. On AVX512_BF16, vdpbf16ps here (P rounded to bf16)
 // was slower than widening, and four vectors per row slower than two (docs/kernel-notes.md).
+// next_v (null, or rows to bring into L2 meanwhile, as many as keys): each line at the offset the
+// loop has reached, so that the requests go out one at a time through the whole P V.
 template <class E, int R>
-void accumulate_tile(float* acc, const float* p, const typename E::Storage* const* v, int64_t keys, int64_t Dv) {
+void accumulate_tile(float* acc, const float* p, const typename E::Storage* const* v, int64_t keys, int64_t Dv,
+                     const typename E::Storage* const* next_v) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df)), full = Dv / (2 * lanes) * (2 * lanes);
   for (int64_t d = 0; d < full; d += 2 * lanes) {
     VF a[R], b[R];
     for (int r = 0; r < R; ++r) a[r] = hn::LoadU(df, acc + r * Dv + d), b[r] = hn::LoadU(df, acc + r * Dv + d + lanes);
+    // A chunk that starts a cache line prefetches that line of every next row (a chunk is at most
+    // one line: 2 * lanes elements of 16 or 32 bits, lanes <= 16, 16 on AVX-512 for bf16 only).
+    const bool line_start = next_v != nullptr && (d * int64_t(sizeof(typename E::Storage))) % 64 == 0;
     for (int64_t j = 0; j < keys; ++j) {
+      if (line_start) prefetch_line(next_v[j] + d);
       VF va, vb;
       load2_f32<E>(v[j] + d, va, vb);
       for (int r = 0; r < R; ++r) {
@@ -124,15 +151,6 @@ void softmax_tile(float* s, int64_t keys, const MaskParams& mask, float* m, floa
   *l += sum;
 }
 
-// Brings a row of `bytes` into L2 ahead of its use. Not into L1: a tile's K and V rows for all kv
-// heads (128 KiB at D = 128, 8 kv heads) outgrow any L1, so L1 prefetches evicted each other and
-// the tile in use (12% slower on the Xeon; the same on Zen 3, docs/kernel-notes.md).
-HWY_INLINE void prefetch_row(const void* p, int64_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  constexpr int kReadOnly = 0, kKeepInL2 = 2;  // __builtin_prefetch's locality 2: prefetcht1 on x86
-  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, kReadOnly, kKeepInL2);
-}
-
 template <class E, int R>
 void paged_decode_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
@@ -180,6 +198,7 @@ void paged_decode_typed(const xhal_op_call* c) {
     const S* v_slot[2][kTile];
     const S* krows[K];
     const S* vrows[kTile];
+    const S* next_vrows[kTile];
     alignas(64) float sums[kSumBlock];
     // Slots of the tile of sequence b at j0 (keys up to k1) into set `which`; past the last key,
     // the tile's first slot again (its scores are computed and dropped).
@@ -243,7 +262,7 @@ void paged_decode_typed(const xhal_op_call* c) {
               if (has_next) {
                 for (int64_t kk = j; kk < j + K; ++kk) {
                   prefetch_row(k_slot[next][kk] + h * kc.stride(2), k_row_bytes);
-                  prefetch_row(v_slot[next][kk] + h * vc.stride(2), v_row_bytes);
+                  if (!kPrefetchVDuringPV) prefetch_row(v_slot[next][kk] + h * vc.stride(2), v_row_bytes);
                 }
               }
             }
@@ -256,8 +275,10 @@ void paged_decode_typed(const xhal_op_call* c) {
             }
             for (int64_t g = group; g < rows; ++g) std::fill(sh + g * kTile, sh + g * kTile + keys, 0.0f);
             for (int64_t j = 0; j < keys; ++j) vrows[j] = v_slot[cur][j] + h * vc.stride(2);
+            const bool pf = kPrefetchVDuringPV && has_next;
+            for (int64_t j = 0; pf && j < kTile; ++j) next_vrows[j] = v_slot[next][j] + h * vc.stride(2);
             for (int64_t r0 = 0; r0 < rows; r0 += R) {
-              accumulate_tile<E, R>(part.acc + r0 * Dv, sh + r0 * kTile, vrows, keys, Dv);
+              accumulate_tile<E, R>(part.acc + r0 * Dv, sh + r0 * kTile, vrows, keys, Dv, pf && r0 == 0 ? next_vrows : nullptr);
             }
           }
         }
