@@ -8,11 +8,11 @@
 // in order: a slot's heads are adjacent in the cache), every kv head's scores come out kSumBlock at
 // a time (R query heads x kSumBlock / R keys, the sums in registers, reduced together) while the
 // next tile's K rows are prefetched, and its V rows too on CPUs with AVX-512; then per kv head the
-// online softmax and P V, R heads' output vectors in registers while V streams by (and, without
-// AVX-512, the next tile's V rows of that head are prefetched). The scores of bf16 on CPUs with AVX512_BF16 are
-// multiplied as stored (vdpbf16ps); every other product widens K or V in registers, in load2_f32's
-// order. Splits are merged by their log-sum-exp. Registered above the reference kernel of
-// paged_attention.cpp.
+// online softmax and P V, R heads' output vectors in registers while V streams by (without
+// AVX-512, the next tile's V rows of that head are prefetched meanwhile). The scores of bf16 on
+// CPUs with AVX512_BF16 are multiplied as stored (vdpbf16ps); every other product widens K or V in
+// registers, in load2_f32's order. Splits are merged by their log-sum-exp. Registered above the
+// reference kernel of paged_attention.cpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/paged_attention_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -70,11 +70,11 @@ HWY_INLINE void prefetch_row(const void* p, int64_t bytes) {
   for (int64_t off = 0; off < bytes; off += 64) prefetch_line(c + off);
 }
 
-// Where the next tile's V rows are prefetched. With AVX-512 (the Xeon, Zen 5), with K's during the
-// scores: requests issued during P V slowed its own loads from L2 by more than they saved. With
-// narrower vectors (Zen 3), during P V: there the prefetch instructions stall once the core's miss
-// buffers are full, so issuing all of a tile's during the scores stalled them; spread over both
-// phases, the op ran 13-25% faster there (docs/kernel-notes.md, twelfth pass).
+// Whether the next tile's V rows are prefetched during P V rather than with its K rows during the
+// scores. Not with AVX-512 (the Xeon, Zen 5): there requests issued during P V slowed its own loads
+// by more than they saved. With narrower vectors (Zen 3) they are: there a prefetch instruction
+// waits once the core's miss buffers are full, so a whole tile's prefetches held the scores up,
+// and spread over both phases the op ran 13-25% faster (docs/kernel-notes.md, twelfth pass).
 constexpr bool kPrefetchVDuringPV = HWY_MAX_BYTES < 64;
 
 // acc[r * Dv + d] += sum over j < keys of p[r * kTile + j] * v[j][d] for R rows: the rows' vectors
@@ -91,8 +91,8 @@ void accumulate_tile(float* acc, const float* p, const typename E::Storage* cons
   for (int64_t d = 0; d < full; d += 2 * lanes) {
     VF a[R], b[R];
     for (int r = 0; r < R; ++r) a[r] = hn::LoadU(df, acc + r * Dv + d), b[r] = hn::LoadU(df, acc + r * Dv + d + lanes);
-    // A chunk that starts a cache line prefetches that line of every next row (a chunk is at most
-    // one line: 2 * lanes elements of 16 or 32 bits, lanes <= 16, 16 on AVX-512 for bf16 only).
+    // A chunk that starts a cache line prefetches that line of every next row (next_v is given
+    // only for vectors under 64 bytes, so a chunk of 2 * lanes elements is at most one line).
     const bool line_start = next_v != nullptr && (d * int64_t(sizeof(typename E::Storage))) % 64 == 0;
     for (int64_t j = 0; j < keys; ++j) {
       if (line_start) prefetch_line(next_v[j] + d);
@@ -278,7 +278,8 @@ void paged_decode_typed(const xhal_op_call* c) {
             const bool pf = kPrefetchVDuringPV && has_next;
             for (int64_t j = 0; pf && j < kTile; ++j) next_vrows[j] = v_slot[next][j] + h * vc.stride(2);
             for (int64_t r0 = 0; r0 < rows; r0 += R) {
-              accumulate_tile<E, R>(part.acc + r0 * Dv, sh + r0 * kTile, vrows, keys, Dv, pf && r0 == 0 ? next_vrows : nullptr);
+              const S* const* prefetch_v = pf && r0 == 0 ? next_vrows : nullptr;  // once per kv head
+              accumulate_tile<E, R>(part.acc + r0 * Dv, sh + r0 * kTile, vrows, keys, Dv, prefetch_v);
             }
           }
         }
