@@ -74,7 +74,7 @@ HWY_INLINE void prefetch_row(const void* p, int64_t bytes) {
 // scores. Not with AVX-512 (the Xeon, Zen 5): there requests issued during P V slowed its own loads
 // by more than they saved. With narrower vectors (Zen 3) they are: there a prefetch instruction
 // waits once the core's miss buffers are full, so a whole tile's prefetches held the scores up,
-// and spread over both phases the op ran 13-25% faster (docs/kernel-notes.md, twelfth pass).
+// and spread over both phases the op ran 11-16% faster (docs/kernel-notes.md, twelfth pass).
 constexpr bool kPrefetchVDuringPV = HWY_MAX_BYTES < 64;
 
 // acc[r * Dv + d] += sum over j < keys of p[r * kTile + j] * v[j][d] for R rows: the rows' vectors
