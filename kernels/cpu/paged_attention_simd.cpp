@@ -92,8 +92,10 @@ void accumulate_tile(float* acc, const float* p, const typename E::Storage* cons
     VF a[R], b[R];
     for (int r = 0; r < R; ++r) a[r] = hn::LoadU(df, acc + r * Dv + d), b[r] = hn::LoadU(df, acc + r * Dv + d + lanes);
     // A chunk that starts a cache line prefetches that line of every next row (next_v is given
-    // only for vectors under 64 bytes, so a chunk of 2 * lanes elements is at most one line).
-    const bool line_start = next_v != nullptr && (d * int64_t(sizeof(typename E::Storage))) % 64 == 0;
+    // only for vectors under 64 bytes, so a chunk of 2 * lanes elements is at most one line). A
+    // compile-time false with AVX-512: no test in its key loop.
+    const bool line_start =
+        kPrefetchVDuringPV && next_v != nullptr && (d * int64_t(sizeof(typename E::Storage))) % 64 == 0;
     for (int64_t j = 0; j < keys; ++j) {
       if (line_start) prefetch_line(next_v[j] + d);
       VF va, vb;
@@ -276,7 +278,7 @@ void paged_decode_typed(const xhal_op_call* c) {
             for (int64_t g = group; g < rows; ++g) std::fill(sh + g * kTile, sh + g * kTile + keys, 0.0f);
             for (int64_t j = 0; j < keys; ++j) vrows[j] = v_slot[cur][j] + h * vc.stride(2);
             const bool pf = kPrefetchVDuringPV && has_next;
-            for (int64_t j = 0; pf && j < kTile; ++j) next_vrows[j] = v_slot[next][j] + h * vc.stride(2);
+            for (int64_t j = 0; pf && j < keys; ++j) next_vrows[j] = v_slot[next][j] + h * vc.stride(2);
             for (int64_t r0 = 0; r0 < rows; r0 += R) {
               const S* const* prefetch_v = pf && r0 == 0 ? next_vrows : nullptr;  // once per kv head
               accumulate_tile<E, R>(part.acc + r0 * Dv, sh + r0 * kTile, vrows, keys, Dv, prefetch_v);
