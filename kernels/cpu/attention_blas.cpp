@@ -1,6 +1,7 @@
 // attention and attention_varlen on the CPU with OpenBLAS and SIMD (Highway, best target picked at
 // run time): FlashAttention-2's loop with both matrix products through sgemm. A task (sequence,
-// kv head, kRows query rows shared among the group's query heads, stacked) converts its queries
+// kv head, up to kMaxRows query rows shared among the group's query heads, stacked, as many as
+// fit in L2 with a tile's keys) converts its queries
 // to f32 once, pre-scaled by scale * log2(e) so the softmax works in base 2; then for each tile of
 // kKeys keys it converts K and V to f32 once for the whole group (GQA), computes S = Q Kᵀ
 // (sgemm), masks it and runs the online softmax in vectors (running max and sum per row; the
@@ -21,13 +22,17 @@
 #include "kernels/cpu/attention_core.hpp"
 #include "kernels/cpu/attention_tasks.hpp"
 #include "kernels/cpu/blas.hpp"
+#include "kernels/cpu/cache_size.hpp"
 #include "kernels/cpu/simd_element-inl.h"
 #include "kernels/cpu/simd_math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-constexpr int64_t kRows = 64;   // query rows per task, all heads of the group together
+// Query rows per task, all heads of the group together: the more, the more each packed K and V
+// tile is reused by sgemm (on a 2-vCPU Xeon with 2 MiB of L2, f32 attention at D = 128 ran at 0.48
+// of the sgemm rate with 64 rows, 0.57 with 128 and 0.65 with 256; docs/kernel-notes.md).
+constexpr int64_t kMaxRows = 256, kMinRows = 32;
 constexpr int64_t kKeys = 256;  // keys per tile
 constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
 
@@ -135,11 +140,22 @@ void attend_tile_blas(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t
   }
 }
 
+// Rows per task (the group's heads together): the most, halving from kMaxRows down to kMinRows,
+// whose working set (f32 queries, scores and accumulators, plus a tile of K and V) fits in L2.
+int64_t task_rows(const xhal_op_call* c) {
+  const int64_t D = c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 1];
+  const int64_t Dv = c->t[XHAL_SLOT_V]->shape[c->t[XHAL_SLOT_V]->ndim - 1];
+  const auto bytes = [&](int64_t n) { return int64_t(sizeof(float)) * (n * (D + kKeys + Dv) + kKeys * (D + Dv)); };
+  int64_t n = kMaxRows;
+  while (n > kMinRows && bytes(n) > l2_cache_bytes()) n /= 2;
+  return n;
+}
+
 void attention_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched) {
   const MaskParams mask = MaskParams::from(c->params);
   const int64_t group = c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 2] /
                         std::max<int64_t>(1, c->t[XHAL_SLOT_K]->shape[c->t[XHAL_SLOT_K]->ndim - 2]);
-  const int64_t rows = std::max<int64_t>(8, kRows / std::max<int64_t>(1, group));
+  const int64_t rows = std::max<int64_t>(8, task_rows(c) / std::max<int64_t>(1, group));
   with_element(c->dtype, [&]<class E>() {
     for_each_attention_task<typename E::Storage>(
         seqs, batched, c, rows,

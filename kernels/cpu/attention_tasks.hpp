@@ -77,6 +77,14 @@ void for_each_attention_task(const std::vector<SequenceSpan>& seqs, bool batched
       for (int64_t i0 = 0; i0 < seqs[size_t(b)].Sq; i0 += query_rows) tasks.push_back({b, h, i0});
     }
   }
+  // Largest first, so that the threads' last tasks end close together: a task's rows times the keys
+  // its last row may see under a causal mask (rows late in a sequence see the most).
+  const auto cost = [&](const Task& t) {
+    const SequenceSpan& seq = seqs[size_t(t.seq)];
+    const int64_t i1 = std::min(t.i0 + query_rows, seq.Sq);
+    return (i1 - t.i0) * std::min(seq.Sk, i1 + seq.Sk - seq.Sq);
+  };
+  std::stable_sort(tasks.begin(), tasks.end(), [&](const Task& a, const Task& b) { return cost(a) > cost(b); });
 #pragma omp parallel for schedule(dynamic)
   for (int64_t t = 0; t < int64_t(tasks.size()); ++t) {
     const Task task = tasks[size_t(t)];
