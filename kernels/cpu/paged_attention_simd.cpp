@@ -7,9 +7,9 @@
 // prefetched like any other. Each walks its keys in tiles of kTile. Per tile, slot by slot (memory
 // in order: a slot's heads are adjacent in the cache), every kv head's scores come out kSumBlock at
 // a time (R query heads x kSumBlock / R keys, the sums in registers, reduced together) while the
-// next tile's K rows are prefetched, and its V rows too on CPUs with AVX-512; then per kv head the
-// online softmax and P V, R heads' output vectors in registers while V streams by (without
-// AVX-512, the next tile's V rows of that head are prefetched meanwhile). The scores of bf16 on
+// next tile's K rows are prefetched; then per kv head the online softmax and P V, R heads' output
+// vectors in registers while V streams by and the next tile's V rows of that head are prefetched,
+// so that requests go out through the whole tile. The scores of bf16 on
 // CPUs with AVX512_BF16 are multiplied as stored (vdpbf16ps); every other product widens K or V in
 // registers, in load2_f32's order. Splits are merged by their log-sum-exp. Registered above the
 // reference kernel of paged_attention.cpp.
@@ -70,34 +70,29 @@ HWY_INLINE void prefetch_row(const void* p, int64_t bytes) {
   for (int64_t off = 0; off < bytes; off += 64) prefetch_line(c + off);
 }
 
-// Whether the next tile's V rows are prefetched during P V rather than with its K rows during the
-// scores. Not with AVX-512 (the Xeon, Zen 5): there requests issued during P V slowed its own loads
-// by more than they saved. With narrower vectors (Zen 3) they are: there a prefetch instruction
-// waits once the core's miss buffers are full, so a whole tile's prefetches held the scores up,
-// and spread over both phases the op ran 11-16% faster (docs/kernel-notes.md, twelfth pass).
-constexpr bool kPrefetchVDuringPV = HWY_MAX_BYTES < 64;
-
 // acc[r * Dv + d] += sum over j < keys of p[r * kTile + j] * v[j][d] for R rows: the rows' vectors
 // of one chunk of 2 * lanes in registers while the keys' V rows stream by, widened to f32 in
 // load2_f32's order; the rest of Dv in place. On AVX512_BF16, vdpbf16ps here (P rounded to bf16)
 // was slower than widening, and four vectors per row slower than two (docs/kernel-notes.md).
 // next_v (null, or rows to bring into L2 meanwhile, as many as keys): each line at the offset the
-// loop has reached, so that the requests go out one at a time through the whole P V.
+// loop has reached, so that the requests go out a few at a time through the whole P V. With all of
+// a tile's prefetches issued during the scores, a prefetch instruction waits once the core's miss
+// buffers are full, holding the scores up, and P V then runs with no request out: spread over both
+// phases, bf16 decode ran 5-16% faster on 2-core VMs (Zen 3, Xeon; docs/kernel-notes.md).
 template <class E, int R>
 void accumulate_tile(float* acc, const float* p, const typename E::Storage* const* v, int64_t keys, int64_t Dv,
                      const typename E::Storage* const* next_v) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df)), full = Dv / (2 * lanes) * (2 * lanes);
+  const int64_t chunk_bytes = 2 * lanes * int64_t(sizeof(typename E::Storage));
   for (int64_t d = 0; d < full; d += 2 * lanes) {
     VF a[R], b[R];
     for (int r = 0; r < R; ++r) a[r] = hn::LoadU(df, acc + r * Dv + d), b[r] = hn::LoadU(df, acc + r * Dv + d + lanes);
-    // A chunk that starts a cache line prefetches that line of every next row (next_v is given
-    // only for vectors under 64 bytes, so a chunk of 2 * lanes elements is at most one line). A
-    // compile-time false with AVX-512: no test in its key loop.
-    const bool line_start =
-        kPrefetchVDuringPV && next_v != nullptr && (d * int64_t(sizeof(typename E::Storage))) % 64 == 0;
+    // A chunk that starts a cache line prefetches the lines it spans (two for f32 with AVX-512,
+    // else one) of every next row.
+    const bool line_start = next_v != nullptr && (d * int64_t(sizeof(typename E::Storage))) % 64 == 0;
     for (int64_t j = 0; j < keys; ++j) {
-      if (line_start) prefetch_line(next_v[j] + d);
+      if (line_start) prefetch_row(next_v[j] + d, std::max<int64_t>(chunk_bytes, 64));
       VF va, vb;
       load2_f32<E>(v[j] + d, va, vb);
       for (int r = 0; r < R; ++r) {
@@ -179,7 +174,7 @@ void paged_decode_typed(const xhal_op_call* c) {
   auto partial = [&](int64_t b, int64_t h, int64_t split) {
     return Partial::at(partials.data() + (((b * Hkv + h) * splits + split) * partial_floats), rows);
   };
-  const int64_t k_row_bytes = D * int64_t(sizeof(S)), v_row_bytes = Dv * int64_t(sizeof(S));
+  const int64_t k_row_bytes = D * int64_t(sizeof(S));
   const int64_t tasks = B * splits;
   std::atomic<int64_t> next_task{0};  // tasks (sequence, split), claimed one by one
   // The keys of task t: [k0, k1); the decode token is the last of the sequence's L.
@@ -262,10 +257,7 @@ void paged_decode_typed(const xhal_op_call* c) {
                 }
               }
               if (has_next) {
-                for (int64_t kk = j; kk < j + K; ++kk) {
-                  prefetch_row(k_slot[next][kk] + h * kc.stride(2), k_row_bytes);
-                  if (!kPrefetchVDuringPV) prefetch_row(v_slot[next][kk] + h * vc.stride(2), v_row_bytes);
-                }
+                for (int64_t kk = j; kk < j + K; ++kk) prefetch_row(k_slot[next][kk] + h * kc.stride(2), k_row_bytes);
               }
             }
           }
@@ -277,10 +269,9 @@ void paged_decode_typed(const xhal_op_call* c) {
             }
             for (int64_t g = group; g < rows; ++g) std::fill(sh + g * kTile, sh + g * kTile + keys, 0.0f);
             for (int64_t j = 0; j < keys; ++j) vrows[j] = v_slot[cur][j] + h * vc.stride(2);
-            const bool pf = kPrefetchVDuringPV && has_next;
-            for (int64_t j = 0; pf && j < keys; ++j) next_vrows[j] = v_slot[next][j] + h * vc.stride(2);
+            for (int64_t j = 0; has_next && j < keys; ++j) next_vrows[j] = v_slot[next][j] + h * vc.stride(2);
             for (int64_t r0 = 0; r0 < rows; r0 += R) {
-              const S* const* prefetch_v = pf && r0 == 0 ? next_vrows : nullptr;  // once per kv head
+              const S* const* prefetch_v = has_next && r0 == 0 ? next_vrows : nullptr;  // once per kv head
               accumulate_tile<E, R>(part.acc + r0 * Dv, sh + r0 * kTile, vrows, keys, Dv, prefetch_v);
             }
           }
