@@ -85,7 +85,7 @@ def llama(mode, r):
             total = float(m.group(1))
     return ops, total
 def bench_speedup(op):
-    for key, pattern in (("linear", "^linear/.*/bf16"), ("attention", "^attention/.*causal.*/bf16"),
+    for key, pattern in (("linear", "^linear/.*/bf16"), ("decode linear", "^linear_decode/.*/bf16"), ("attention", "^attention/.*causal.*/bf16"),
                          ("paged_attention", "^paged_attention/.*/bf16"), ("fused_add_rms_norm", "^fused"),
                          ("rms_norm", "^rms_norm"), ("swiglu_packed", "^swiglu_packed"), ("rope", "^rope")):
         if op.startswith(key):
