@@ -30,8 +30,8 @@ HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
 // Query rows per task, all heads of the group together: the more, the more each packed K and V
-// tile is reused by sgemm (on a 2-vCPU Xeon with 2 MiB of L2, f32 attention at D = 128 ran at 0.48
-// of the sgemm rate with 64 rows, 0.57 with 128 and 0.65 with 256; docs/kernel-notes.md).
+// tile is reused by sgemm (on a 2-vCPU Xeon with 2 MiB of L2, full f32 attention at D = 128 ran at
+// 0.48 of the sgemm rate with 64 rows, 0.57 with 128 and 0.65 with 256; docs/kernel-notes.md).
 constexpr int64_t kMaxRows = 256, kMinRows = 32;
 constexpr int64_t kKeys = 256;  // keys per tile
 constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
