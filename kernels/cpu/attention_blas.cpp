@@ -1,14 +1,13 @@
 // attention and attention_varlen on the CPU with OpenBLAS and SIMD (Highway, best target picked at
 // run time): FlashAttention-2's loop with both matrix products through sgemm. A task (sequence,
-// kv head, up to kMaxRows query rows shared among the group's query heads, stacked, as many as
-// fit in L2 with a tile's keys) converts its queries
-// to f32 once, pre-scaled by scale * log2(e) so the softmax works in base 2; then for each tile of
-// kKeys keys it converts K and V to f32 once for the whole group (GQA), computes S = Q Kᵀ
-// (sgemm), masks it and runs the online softmax in vectors (running max and sum per row; the
-// accumulator is rescaled when the max moves), and adds P V to the accumulator (sgemm). Tiles
-// outside every row's visible keys (causal, window) are skipped. Tasks run in parallel with
-// OpenMP; inside them OpenBLAS (its OpenMP build) runs on the calling thread. Registered above the
-// reference kernels of attention.cpp.
+// kv head, up to kMaxRows query rows shared among the group's query heads, stacked, as many as fit
+// in L2 with a tile's keys) converts its queries to f32 once, pre-scaled by scale * log2(e) so the
+// softmax works in base 2; then for each tile of kKeys keys it converts K and V to f32 once for
+// the whole group (GQA), computes S = Q Kᵀ (sgemm), masks it and runs the online softmax in
+// vectors (running max and sum per row; the accumulator is rescaled when the max moves), and adds
+// P V to the accumulator (sgemm). Tiles outside every row's visible keys (causal, window) are
+// skipped. Tasks run in parallel with OpenMP, largest first; inside them OpenBLAS (its OpenMP
+// build) runs on the calling thread. Registered above the reference kernels of attention.cpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention_blas.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

@@ -78,7 +78,7 @@ HWY_INLINE void prefetch_row(const void* p, int64_t bytes) {
 // loop has reached, so that the requests go out a few at a time through the whole P V. With all of
 // a tile's prefetches issued during the scores, a prefetch instruction waits once the core's miss
 // buffers are full, holding the scores up, and P V then runs with no request out: spread over both
-// phases, bf16 decode ran 5-16% faster on 2-core VMs (Zen 3, Xeon; docs/kernel-notes.md).
+// phases, bf16 decode ran 4-16% faster on 2-core VMs (Zen 3, Xeon; docs/kernel-notes.md).
 template <class E, int R>
 void accumulate_tile(float* acc, const float* p, const typename E::Storage* const* v, int64_t keys, int64_t Dv,
                      const typename E::Storage* const* next_v) {
