@@ -84,15 +84,15 @@ void accumulate_tile(float* acc, const float* p, const typename E::Storage* cons
                      const typename E::Storage* const* next_v) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df)), full = Dv / (2 * lanes) * (2 * lanes);
-  const int64_t chunk_bytes = 2 * lanes * int64_t(sizeof(typename E::Storage));
+  // Bytes of each next row prefetched by a chunk that starts a line: the lines the chunk spans (two
+  // for f32 with AVX-512, else one).
+  const int64_t prefetch_bytes = std::max<int64_t>(64, 2 * lanes * int64_t(sizeof(typename E::Storage)));
   for (int64_t d = 0; d < full; d += 2 * lanes) {
     VF a[R], b[R];
     for (int r = 0; r < R; ++r) a[r] = hn::LoadU(df, acc + r * Dv + d), b[r] = hn::LoadU(df, acc + r * Dv + d + lanes);
-    // A chunk that starts a cache line prefetches the lines it spans (two for f32 with AVX-512,
-    // else one) of every next row.
     const bool line_start = next_v != nullptr && (d * int64_t(sizeof(typename E::Storage))) % 64 == 0;
     for (int64_t j = 0; j < keys; ++j) {
-      if (line_start) prefetch_row(next_v[j] + d, std::max<int64_t>(chunk_bytes, 64));
+      if (line_start) prefetch_row(next_v[j] + d, prefetch_bytes);
       VF va, vb;
       load2_f32<E>(v[j] + d, va, vb);
       for (int r = 0; r < R; ++r) {
