@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build libfmt-dev libspdlog-dev libdlpack-dev libgtest-dev
           libbenchmark-dev libopenmpi-dev openmpi-bin hipcc libamdhip64-dev libhwy-dev
-          libopenblas-openmp-dev nlohmann-json3-dev clang libclang-rt-dev libomp-dev)
+          libopenblas-openmp-dev libdnnl-dev nlohmann-json3-dev clang libclang-rt-dev libomp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,6 +23,7 @@ void register_paged_attention_simd_kernels(const xhal_host_api* host);
 void register_linear_blas_kernels(const xhal_host_api* host);
 void register_linear_simd_kernels(const xhal_host_api* host);  // a few rows of x
 void register_attention_blas_kernels(const xhal_host_api* host);  // Highway and OpenBLAS
+void register_linear_onednn_kernels(const xhal_host_api* host);   // oneDNN, bf16 on AMX
 
 // Accuracy classes vs float64, per dtype: f32 accumulation, so f32 is limited by summation order
 // and the 16-bit types by their rounding of the output.
@@ -41,9 +42,10 @@ void register_float_kernels(const xhal_host_api* host, const char* name, xhal_op
   kernels::register_for<Kernel, F32, F16, BF16>(host, name, op, accuracy_for, {0, true, nullptr});
 }
 
-// Priorities: the fast kernels above the reference (0), and a kernel for a narrower case (which
-// its `supports` picks out) above the general fast one.
-constexpr int kFastPriority = 10, kNarrowFastPriority = 20;
+// Priorities: the fast kernels above the reference (0), a kernel for a CPU feature (AMX) above
+// the general fast one, and a kernel for a narrower case (which its `supports` picks out) above
+// both.
+constexpr int kFastPriority = 10, kFeatureFastPriority = 15, kNarrowFastPriority = 20;
 
 // Registers a fast kernel for the three float types, above the reference.
 template <template <class> class Kernel>

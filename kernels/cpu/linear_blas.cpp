@@ -8,6 +8,7 @@
 #include "blas.hpp"
 #include "element.hpp"
 #include "kernel_registration.hpp"
+#include "scratch.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
@@ -26,24 +27,6 @@ const char* blas_supports(const xhal_op_call* c) {
   }
   return nullptr;
 }
-
-// Scratch memory from the core's allocator, freed at scope exit.
-class Scratch {
- public:
-  Scratch(const xhal_op_call* c, size_t bytes) : c_(c) {
-    if (c->host->scratch_alloc(c->host->ctx, c->device_index, bytes, c->stream, &ptr_) != XHAL_OK) ptr_ = nullptr;
-  }
-  ~Scratch() {
-    if (ptr_ != nullptr) c_->host->scratch_free(c_->host->ctx, c_->device_index, ptr_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  float* get() const { return static_cast<float*>(ptr_); }
-
- private:
-  const xhal_op_call* c_;
-  void* ptr_ = nullptr;
-};
 
 template <class E>
 struct LinearBlas {

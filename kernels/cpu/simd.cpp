@@ -28,6 +28,7 @@ std::string simd_summary() {
 
 namespace {
 bool g_bf16_disabled = false;
+bool g_amx_disabled = false;
 }
 
 std::string apply_cpu_disable(const char* list) {
@@ -35,8 +36,10 @@ std::string apply_cpu_disable(const char* list) {
   std::stringstream names(list != nullptr ? list : "");
   for (std::string name; std::getline(names, name, ',');) {
     if (name.empty()) continue;
+    if (name == "amx" || name == "avx512") g_amx_disabled = true;  // AMX's kernels use AVX-512 too
     if (name == "avx512_bf16") {
       g_bf16_disabled = true;
+    } else if (name == "amx") {
 #if defined(XHAL_HAVE_HIGHWAY)
     } else if (name == "avx512") {
       hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
@@ -56,6 +59,15 @@ bool cpu_has_bf16_convert() {
 #if defined(__x86_64__)
   static const bool has = __builtin_cpu_supports("avx512bf16");
   return has && !g_bf16_disabled;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_amx_bf16() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("amx-bf16");
+  return has && !g_amx_disabled;
 #else
   return false;
 #endif

@@ -13,8 +13,12 @@ std::string simd_summary();
 // Whether the CPU rounds f32 to bf16 itself (AVX512_BF16) and the kernels may use it.
 bool cpu_has_bf16_convert();
 
+// Whether the CPU multiplies bf16 tiles (AMX-BF16) and the kernels may use it: not with amx or
+// avx512 disabled.
+bool cpu_has_amx_bf16();
+
 // XHAL_CPU_DISABLE: comma-separated instruction sets the kernels must not use (avx512, avx2,
-// avx512_bf16), to test or compare the code paths of other CPUs on this one. Applied once, before
+// avx512_bf16, amx), to test or compare the code paths of other CPUs on this one. Applied once, before
 // the first kernel runs; returns the names it did not know ("" when none).
 std::string apply_cpu_disable(const char* list);
 

@@ -1,0 +1,92 @@
+// linear in bf16 on CPUs with AMX through oneDNN's matmul: its brgemm kernels multiply bf16 tiles
+// as stored, with f32 accumulation, where the BLAS path converts x and w to f32 for sgemm first.
+// On the 2-vCPU AMX Xeon, 4096³ took 106-121 ms against the BLAS path's 452-455. Without AMX,
+// oneDNN's bf16 kernels (vdpbf16ps) were slower than the BLAS path, so the kernel stands aside
+// there (docs/kernel-notes.md). Registered for bf16 only, above the BLAS kernel and below the
+// few-rows one (decode's rows read w once as stored, faster than a GEMM). oneDNN's scratchpad
+// comes from the core's allocator.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <string>
+#include <unordered_map>
+
+#include "kernel_registration.hpp"
+#include "onednn.hpp"
+#include "scratch.hpp"
+#include "simd.hpp"
+
+namespace xhal::cpu {
+namespace {
+
+bool onednn_runs_amx() {
+  static const bool amx = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_amx;
+  return amx && cpu_has_amx_bf16();
+}
+
+const char* onednn_supports(const xhal_op_call* c) {
+  if (!onednn_runs_amx()) return "no AMX (or XHAL_CPU_DISABLE names it): the BLAS path is faster";
+  const DLTensor *x = c->t[XHAL_SLOT_LINEAR_X], *out = c->t[XHAL_SLOT_LINEAR_OUT];
+  if (x->shape[1] == 0) return "K = 0: out is the bias alone";
+  if (out->shape[0] > 1 && out->strides[0] < out->shape[1] * out->strides[1]) return "rows of out overlap";
+  return nullptr;
+}
+
+// A 2-d tensor as oneDNN sees it: dims {rows, cols} with the tensor's strides, or transposed.
+dnnl::memory::desc desc_of(const DLTensor* t, bool transposed) {
+  const int r = transposed ? 1 : 0, k = 1 - r;
+  return dnnl::memory::desc({t->shape[r], t->shape[k]}, dnnl::memory::data_type::bf16,
+                            dnnl::memory::dims{t->strides[r], t->strides[k]});
+}
+
+template <class E>
+struct LinearOnednn {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    const DLTensor *x = c->t[XHAL_SLOT_LINEAR_X], *w = c->t[XHAL_SLOT_LINEAR_W], *bias = c->t[XHAL_SLOT_BIAS];
+    const DLTensor* out = c->t[XHAL_SLOT_LINEAR_OUT];
+    if (x->shape[0] == 0 || w->shape[0] == 0) return XHAL_OK;
+    try {
+      static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      // w [N, K] is the matmul's K x N weights, transposed; the bias one row of N.
+      const dnnl::memory::desc bias_desc =
+          bias == nullptr ? dnnl::memory::desc()
+                          : dnnl::memory::desc({1, bias->shape[0]}, dnnl::memory::data_type::bf16,
+                                               dnnl::memory::dims{bias->shape[0] * bias->strides[0], bias->strides[0]});
+      const dnnl::matmul::primitive_desc pd(
+          dnnl::matmul::desc(desc_of(x, false), desc_of(w, true), bias_desc, desc_of(out, false)), attr, engine);
+      Scratch scratch(c, pd.scratchpad_desc().get_size() + 1);
+      if (scratch.bytes() == nullptr) {
+        return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "linear: no memory for oneDNN's scratchpad");
+      }
+      dnnl::stream stream(engine);
+      std::unordered_map<int, dnnl::memory> args = {
+          {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), engine, x->data)},
+          {DNNL_ARG_WEIGHTS, dnnl::memory(pd.weights_desc(), engine, w->data)},
+          {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), engine, out->data)},
+          {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, scratch.bytes())}};
+      if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_desc, engine, bias->data));
+      dnnl::matmul(pd).execute(stream, args);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return kernel_error(msg, len, XHAL_ERR_INTERNAL, "linear: oneDNN's matmul failed: %s", e.what());
+    }
+    return XHAL_OK;
+  }
+};
+
+}  // namespace
+
+std::string onednn_summary() {
+  const dnnl::version_t* v = dnnl::version();
+  const std::string version = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                              std::to_string(v->patch);
+  return version + (onednn_runs_amx() ? " (bf16 linear on AMX)" : " (unused: no AMX, or XHAL_CPU_DISABLE names it)");
+}
+
+void register_linear_onednn_kernels(const xhal_host_api* host) {
+  kernels::register_for<LinearOnednn, BF16>(host, "cpu.linear_onednn_amx", XHAL_OP_LINEAR, accuracy_for,
+                                            {kFeatureFastPriority, false, onednn_supports});
+}
+
+}  // namespace xhal::cpu

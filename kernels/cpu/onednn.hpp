@@ -1,0 +1,11 @@
+// oneDNN behind the CPU's bf16 linear on CPUs with AMX (kernels/cpu/linear_onednn.cpp).
+#pragma once
+
+#include <string>
+
+namespace xhal::cpu {
+
+// "oneDNN 2.6.3 (bf16 linear on AMX)", "oneDNN 2.6.3 (unused: no AMX)", or why there is none.
+std::string onednn_summary();
+
+}  // namespace xhal::cpu
