@@ -7,6 +7,7 @@
 // comes from the core's allocator.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <exception>
 #include <string>
 #include <unordered_map>
 
@@ -70,6 +71,8 @@ struct LinearOnednn {
       stream.wait();
     } catch (const dnnl::error& e) {
       return kernel_error(msg, len, XHAL_ERR_INTERNAL, "linear: oneDNN's matmul failed: %s", e.what());
+    } catch (const std::exception& e) {  // nothing may cross the plugin's C boundary
+      return kernel_error(msg, len, XHAL_ERR_INTERNAL, "linear: %s", e.what());
     }
     return XHAL_OK;
   }
