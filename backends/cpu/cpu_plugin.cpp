@@ -85,14 +85,6 @@ xhal_status device_props(int32_t device, xhal_device_props* props) {
   return XHAL_OK;
 }
 
-std::string onednn_line() {
-#if defined(XHAL_HAVE_ONEDNN)
-  return xhal::cpu::onednn_summary();
-#else
-  return "oneDNN: none (built without it)";
-#endif
-}
-
 xhal_status host_malloc(int32_t device, size_t bytes, void** ptr) {
   if (auto s = check_device(device); s != XHAL_OK) return s;
   constexpr size_t kAlign = 64;
@@ -155,13 +147,13 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   // The plugin's one variable of its own (docs/configuration.md); before any kernel is chosen.
   static const std::string unknown_disable = xhal::cpu::apply_cpu_disable(std::getenv("XHAL_CPU_DISABLE"));
   if (!unknown_disable.empty()) {
-    std::snprintf(reason, reason_len, "XHAL_CPU_DISABLE names %s; known: avx512, avx2, avx512_bf16, amx",
-                  unknown_disable.c_str());
+    std::snprintf(reason, reason_len, "XHAL_CPU_DISABLE names %s; known: %s", unknown_disable.c_str(),
+                  xhal::cpu::kCpuDisableNames);
     return XHAL_ERR_INVALID_ARGUMENT;
   }
   static const std::string version = std::string("xhal cpu plugin, OpenMP ") + std::to_string(_OPENMP) +
                                      "; SIMD: " + xhal::cpu::simd_summary() +
-                                     "; BLAS: " + xhal::cpu::blas_summary() + "; " + onednn_line();
+                                     "; BLAS: " + xhal::cpu::blas_summary() + "; " + xhal::cpu::onednn_summary();
   api->abi_version = XHAL_PLUGIN_ABI_VERSION;
   api->struct_size = sizeof(xhal_plugin_api);
   api->backend = "cpu";

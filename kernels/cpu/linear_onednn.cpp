@@ -57,7 +57,7 @@ struct LinearOnednn {
       const dnnl::matmul::primitive_desc pd(
           dnnl::matmul::desc(desc_of(x, false), desc_of(w, true), bias_desc, desc_of(out, false)), attr, engine);
       Scratch scratch(c, pd.scratchpad_desc().get_size() + 1);
-      if (scratch.bytes() == nullptr) {
+      if (scratch.data() == nullptr) {
         return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "linear: no memory for oneDNN's scratchpad");
       }
       dnnl::stream stream(engine);
@@ -65,7 +65,7 @@ struct LinearOnednn {
           {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), engine, x->data)},
           {DNNL_ARG_WEIGHTS, dnnl::memory(pd.weights_desc(), engine, w->data)},
           {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), engine, out->data)},
-          {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, scratch.bytes())}};
+          {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, scratch.data())}};
       if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_desc, engine, bias->data));
       dnnl::matmul(pd).execute(stream, args);
       stream.wait();

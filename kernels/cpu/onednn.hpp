@@ -6,6 +6,10 @@
 namespace xhal::cpu {
 
 // "oneDNN 2.6.3 (bf16 linear on AMX)", "oneDNN 2.6.3 (unused: no AMX)", or why there is none.
+#if defined(XHAL_HAVE_ONEDNN)
 std::string onednn_summary();
+#else
+inline std::string onednn_summary() { return "oneDNN: none (built without it)"; }
+#endif
 
 }  // namespace xhal::cpu

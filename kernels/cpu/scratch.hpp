@@ -19,7 +19,7 @@ class Scratch {
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   float* get() const { return static_cast<float*>(ptr_); }
-  void* bytes() const { return ptr_; }
+  void* data() const { return ptr_; }
 
  private:
   const xhal_op_call* c_;

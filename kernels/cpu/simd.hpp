@@ -17,9 +17,10 @@ bool cpu_has_bf16_convert();
 // avx512 disabled.
 bool cpu_has_amx_bf16();
 
-// XHAL_CPU_DISABLE: comma-separated instruction sets the kernels must not use (avx512, avx2,
-// avx512_bf16, amx), to test or compare the code paths of other CPUs on this one. Applied once, before
-// the first kernel runs; returns the names it did not know ("" when none).
+// XHAL_CPU_DISABLE: comma-separated instruction sets the kernels must not use (kCpuDisableNames),
+// to test or compare the code paths of other CPUs on this one. Applied once, before the first
+// kernel runs; returns the names it did not know ("" when none).
 std::string apply_cpu_disable(const char* list);
+inline constexpr const char* kCpuDisableNames = "avx512, avx2, avx512_bf16, amx";
 
 }  // namespace xhal::cpu
