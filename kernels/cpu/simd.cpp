@@ -3,6 +3,10 @@
 #include <cstdlib>
 #include <sstream>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #if defined(XHAL_HAVE_HIGHWAY)
 #include <hwy/highway.h>
 #include <hwy/targets.h>
@@ -66,7 +70,11 @@ bool cpu_has_bf16_convert() {
 
 bool cpu_has_amx_bf16() {
 #if defined(__x86_64__)
-  static const bool has = __builtin_cpu_supports("amx-bf16");
+  // CPUID leaf 7 rather than __builtin_cpu_supports, whose "amx-bf16" name Clang 14 lacks.
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 22)) != 0;
+  }();
   return has && !g_amx_disabled;
 #else
   return false;
