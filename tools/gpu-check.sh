@@ -5,8 +5,8 @@
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
 # trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels, when
-# tools/stage-cpu-deps.sh's .deps/cpu was carried along; CPU_BEFORE_AFTER=N adds N rounds of
-# tools/cpu-before-after.sh). The CUDA build runs unless the cpu stage alone is asked for.
+# tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along; with peers also asked for, the
+# PyTorch comparison on the CPU; CPU_BEFORE_AFTER=N adds N rounds of tools/cpu-before-after.sh). The CUDA build runs unless the cpu stage alone is asked for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -20,7 +20,7 @@ quick=""
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
-stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,trace,memcheck,bench,linear,comm,peers,cpu},"
+stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,trace,memcheck,bench,linear,comm,peers,cpu,cpu_peers},"
 want() { [[ $stages == *",$1,"* ]]; }
 
 # DLPack's header: Debian's package where present, else a copy shipped in a Python package.
@@ -44,9 +44,9 @@ nccl_header=$(find / \( -path /proc -o -path /sys \) -prune -o -name nccl.h -pri
 nccl_root=${nccl_header:+$(dirname "$(dirname "$nccl_header")")}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
-# The CUDA build, unless the CPU stage alone was asked for (it builds its own tree).
+# The CUDA build, unless only the CPU stages were asked for (they build their own tree).
 build=build-gpu
-if [ "$stages" != ",cpu," ]; then
+if ! [[ $stages =~ ^,(cpu,|cpu_peers,)+$ ]]; then
   start=$(date +%s)
   if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=ON \
        -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root} >"$out/configure.log" 2>&1 &&
@@ -144,6 +144,7 @@ fi
 # were carried in (tools/stage-cpu-deps.sh; the image has neither): conformance on every CPU path
 # this CPU can take, then the CPU benchmarks on all its cores.
 if want cpu; then
+  [ -f .deps/cpu.tar.gz ] && [ ! -d .deps/cpu ] && tar -xzf .deps/cpu.tar.gz -C .deps
   deps=$PWD/.deps/cpu/usr
   arch=$(gcc -dumpmachine)
   if [ -f "$deps/include/hwy/highway.h" ]; then
@@ -159,7 +160,7 @@ if want cpu; then
          -DXHAL_OPENBLAS_LIBRARY="$libs/openblas-openmp/libopenblas.so" \
          -DXHAL_OPENBLAS_INCLUDE="$deps/include/$arch/openblas-openmp" ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} \
          >"$out/cpu-configure.log" 2>&1 &&
-       cmake --build "$cpu_build" -j"$(nproc)" --target xhal_cpu xhal_conformance xhal_bench xhal_info llama_block \
+       cmake --build "$cpu_build" -j"$(nproc)" --target xhal xhal_cpu xhal_conformance xhal_bench xhal_info llama_block \
          >"$out/cpu-build.log" 2>&1; then
       note "cpu build: ok in $(( $(date +%s) - start )) s"
       lscpu | grep -E "Model name|^CPU\(s\)|L3" | tr -s ' ' | tee "$out/lscpu.txt"
@@ -173,6 +174,12 @@ if want cpu; then
         ${CPU_BENCH_FILTER:+--benchmark_filter=$CPU_BENCH_FILTER} >"$out/cpu-bench.txt" 2>&1
       note "xhal-bench cpu: exit $?"
       grep -E "_median" "$out/cpu-bench.txt" | sed -E 's/_median//; s/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
+      if want cpu_peers && python3 -c "import torch" 2>/dev/null; then
+        PYTHONUNBUFFERED=1 timeout 500 python3 bench/peers/torch_compare.py --device cpu \
+          --lib "$cpu_build/lib/libxhal.so" $quick --json "$out/cpu-peers.json" >"$out/cpu-peers.txt" 2>&1
+        note "torch_compare on the cpu: exit $?"
+        sed -n '/^op /,$p' "$out/cpu-peers.txt"
+      fi
       if [ -n "${CPU_BEFORE_AFTER:-}" ]; then
         OUT="$out/cpu-before-after" tools/cpu-before-after.sh "$cpu_build/bin" "$CPU_BEFORE_AFTER" >"$out/cpu-before-after.txt" 2>&1
         note "cpu before/after (reference kernels vs SIMD/BLAS, $CPU_BEFORE_AFTER rounds): exit $?"
@@ -183,7 +190,7 @@ if want cpu; then
       tail -n 20 "$out/cpu-configure.log" "$out/cpu-build.log"
     fi
   else
-    note "cpu: skipped (no Highway under .deps/cpu: run tools/stage-cpu-deps.sh and carry .deps/cpu)"
+    note "cpu: skipped (no Highway under .deps/cpu: run tools/stage-cpu-deps.sh and carry .deps/cpu.tar.gz)"
   fi
 fi
 

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""xhal side by side with PyTorch on one NVIDIA GPU, on the same tensors, in one process.
+"""xhal side by side with PyTorch on one NVIDIA GPU or on the CPU, on the same tensors, in one process.
 
 Run after building xhal with the CUDA backend (needs torch with CUDA, and Triton for torch.compile):
 
     python3 bench/peers/torch_compare.py --lib build/lib/libxhal.so [--quick] [--json OUT.json]
+
+or, for xhal's CPU backend against torch on the CPU (torch.compile there needs a C++ compiler; a
+torch without it, F.rms_norm or SDPA gets the composite peers, and a peer it lacks is left out):
+
+    python3 bench/peers/torch_compare.py --device cpu --lib build/lib/libxhal.so
 
 xhal is loaded with ctypes; torch tensors reach it through DLPack (zero copy) and every op runs on
 torch's current stream. For each op and shape the script first checks xhal's output against each
@@ -11,7 +16,9 @@ peer's (relative L2 error in f32; NaN never passes; xhal's outputs are poisoned 
 xhal and the peers alternately with CUDA events: median of N runs after warm-up, with the L2 cache
 flushed before every run. The ceilings (1 GiB device copy, bf16 8192^3 matmul) are measured in the
 same run. --quick divides rows / tokens / sequence lengths by 8 (attention: S=1024) and times 5 runs.
-Exit status 1 if any check failed or any section raised.
+On the CPU the timer is the wall clock around each (synchronous) call, the shapes are those of
+xhal-bench's CPU cases, the matmul ceiling is 4096^3, and both libraries run on the same number of
+threads. Exit status 1 if any check failed or any section raised.
 """
 import argparse
 import ctypes
@@ -22,14 +29,19 @@ import math
 import os
 import statistics
 import sys
+import time
 import traceback
 
 import torch
 import torch.nn.functional as F
 import torch.utils.dlpack
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
-DEVICE = "cuda:0"
+try:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except ImportError:  # torch before 2.3: SDPA's own choice of backend only (CPU runs)
+    SDPBackend = sdpa_kernel = None
+
+DEVICE = "cuda:0"  # --device cpu makes it "cpu"
 DTYPE = torch.bfloat16
 EPS = 1e-6
 REL_TOL = 2e-2  # bf16; a correct kernel lands near 4e-3 (one rounding of each output element)
@@ -118,8 +130,8 @@ class Xhal:
             else:
                 cargs.append(a)
         # torch's default stream is the legacy stream, handle 0; xhal reads NULL as the device's
-        # default stream, which is the same legacy stream on CUDA.
-        cargs.append(torch.cuda.current_stream().cuda_stream)
+        # default stream, which is the same legacy stream on CUDA. On the CPU, ops are synchronous.
+        cargs.append(torch.cuda.current_stream().cuda_stream if on_cuda() else None)
         fn = getattr(self.lib, name)
 
         def run():
@@ -131,10 +143,19 @@ class Xhal:
 # ------------------------------------------------------------------ timing and checking
 
 
+def on_cuda():
+    return DEVICE.startswith("cuda")
+
+
 class Bench:
+    # On the CPU a pause after the flush: both libraries' OpenMP thread pools spin for a while
+    # after their parallel regions, and a pool still spinning would take cores from the next call.
+    CPU_SETTLE_S = 0.05
+
     def __init__(self, iters, warmup):
         self.iters, self.warmup = iters, warmup
-        self.flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device=DEVICE)
+        # Beyond L2 on the GPU, and beyond the last-level cache of the CPU hosts these run on.
+        self.flush_buf = torch.empty((256 if on_cuda() else 1024) << 20, dtype=torch.uint8, device=DEVICE)
 
     def time(self, cands):
         """cands: {name: prepare}; prepare() does the untimed set-up (clones for in-place ops) and
@@ -143,6 +164,8 @@ class Bench:
         for _ in range(self.warmup):
             for prepare in cands.values():
                 prepare()()
+        if not on_cuda():
+            return self.time_cpu(cands)
         events = {name: [] for name in cands}
         for _ in range(self.iters):
             for name, prepare in cands.items():
@@ -159,6 +182,18 @@ class Bench:
         torch.cuda.synchronize()
         return {name: statistics.median([s.elapsed_time(e) for s, e in ev])
                 for name, ev in events.items()}
+
+    def time_cpu(self, cands):
+        times = {name: [] for name in cands}
+        for _ in range(self.iters):
+            for name, prepare in cands.items():
+                run = prepare()
+                self.flush_buf.zero_()
+                time.sleep(self.CPU_SETTLE_S)
+                start = time.perf_counter()
+                run()
+                times[name].append((time.perf_counter() - start) * 1e3)
+        return {name: statistics.median(t) for name, t in times.items()}
 
 
 def compare(outs, refs):
@@ -226,14 +261,27 @@ def randn(*shape, scale=1.0):
 
 # ------------------------------------------------------------------ peers compiled by torch
 
-# dynamic=False: each shape gets its own specialised kernel, as a user's fixed-shape model would.
-@torch.compile(dynamic=False)
+def maybe_compile(fn):
+    # dynamic=False: each shape gets its own specialised kernel, as a user's fixed-shape model would.
+    # None where this torch has no torch.compile (before 2.0).
+    return torch.compile(fn, dynamic=False) if hasattr(torch, "compile") else None
+
+
+def _rms_norm(x, w):
+    if hasattr(F, "rms_norm"):  # torch 2.4 and later
+        return F.rms_norm(x, (x.shape[-1],), w, EPS)
+    xf = x.float()  # what a user of an older torch writes
+    return (xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+
+
+RMS_NORM_NAME = "F.rms_norm" if hasattr(F, "rms_norm") else "composite"
+
+
 def _add_rms_norm(x, res, w):
     r = x + res
-    return F.rms_norm(r, (r.shape[-1],), w, EPS), r
+    return _rms_norm(r, w), r
 
 
-@torch.compile(dynamic=False)
 def _silu_mul(g, u):
     return F.silu(g) * u
 
@@ -245,7 +293,6 @@ def _neox_rotate(x, cos, sin):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1).to(x.dtype)
 
 
-@torch.compile(dynamic=False)
 def _rope_neox(q, k, positions, cache):
     cs = cache[positions]  # [T, rotary_dim] f32: the same cache xhal reads
     half = cache.shape[1] // 2
@@ -253,14 +300,52 @@ def _rope_neox(q, k, positions, cache):
     return _neox_rotate(q, cos, sin), _neox_rotate(k, cos, sin)
 
 
+COMPILED = {fn: maybe_compile(fn) for fn in (_rms_norm, _add_rms_norm, _silu_mul, _rope_neox)}
+
+
+def peers_of(eager_name, fn, *args):
+    """An elementwise op's peers: torch.compile of fn, and on the CPU also fn as written (eager),
+    which is what most CPU users run. Each returns its outputs as a list."""
+    as_list = lambda out: list(out) if isinstance(out, tuple) else [out]
+    peers = [] if on_cuda() else [(eager_name, lambda: as_list(fn(*args)))]
+    if COMPILED[fn] is not None:
+        peers.append(("compile", lambda: as_list(COMPILED[fn](*args))))
+    return peers
+
+
 def sdpa_peer(backend, q, k, v, post=lambda o: o, **kw):
     def run():
+        if backend is None:  # SDPA's own choice, as a model calling it gets
+            return [post(F.scaled_dot_product_attention(q, k, v, **kw))]
         with sdpa_kernel(backend):
             return [post(F.scaled_dot_product_attention(q, k, v, **kw))]
     return run
 
 
-SDPA_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+def composite_attention(q, k, v, causal, post=lambda o: o):
+    """softmax(q k^T / sqrt(D)) v in f32, for a torch without SDPA (before 2.0); [B, H, S, D], with
+    k and v's heads repeated for the query heads they serve."""
+    def run():
+        group = q.shape[1] // k.shape[1]
+        kf, vf = (t.float().repeat_interleave(group, dim=1) for t in (k, v))
+        s = q.float() @ kf.transpose(-1, -2) * q.shape[-1] ** -0.5
+        if causal:
+            sq, sk = s.shape[-2:]
+            s.masked_fill_(torch.ones(sq, sk, dtype=torch.bool).triu(sk - sq + 1), float("-inf"))
+        return [post((s.softmax(-1) @ vf).to(q.dtype))]
+    return run
+
+
+def attention_peers(q, k, v, causal, post=lambda o: o, gqa=False):
+    """SDPA under each backend on the GPU; on the CPU, SDPA's own choice (or the composite)."""
+    kw = dict(is_causal=causal, **({"enable_gqa": True} if gqa else {}))
+    if on_cuda():
+        backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+        order = ("cudnn", "flash") if gqa else ("flash", "cudnn")  # the first checks correctness
+        return [(f"sdpa {n}", sdpa_peer(backends[n], q, k, v, post, **kw)) for n in order]
+    if hasattr(F, "scaled_dot_product_attention"):
+        return [("sdpa", sdpa_peer(None, q, k, v, post, **kw))]
+    return [("composite", composite_attention(q, k, v, causal, post))]
 
 # ------------------------------------------------------------------ the cases
 
@@ -269,8 +354,10 @@ def case_rms_norm(ctx, M, N):
     x, w = randn(M, N), 1 + randn(N, scale=0.1)
     out = torch.empty_like(x)
     run = ctx.xhal.op("xhal_rms_norm", x, w, EPS, out)
-    peer = lambda: [F.rms_norm(x, (N,), w, EPS)]
-    return run_case(ctx, lambda: (run, [out]), [("F.rms_norm", peer)], [out],
+    peers = [(RMS_NORM_NAME, lambda: [_rms_norm(x, w)])]
+    if not on_cuda():
+        peers += peers_of(RMS_NORM_NAME, _rms_norm, x, w)[1:]  # the compiled one
+    return run_case(ctx, lambda: (run, [out]), peers, [out],
                     2 * M * N * 2 + N * 2, "GB/s", "copy")
 
 
@@ -281,9 +368,8 @@ def case_fused_add(ctx, M, N):
     def prep():
         r = res.clone()  # xhal writes x + res into the residual: a fresh copy per run, untimed
         return ctx.xhal.op("xhal_fused_add_rms_norm", x, r, w, EPS, out), [out, r]
-    peer = lambda: list(_add_rms_norm(x, res, w))
     # read x, read res, write res, write out (+ the weight)
-    return run_case(ctx, prep, [("compile", peer)], [out],
+    return run_case(ctx, prep, peers_of("eager", _add_rms_norm, x, res, w), [out],
                     4 * M * N * 2 + N * 2, "GB/s", "copy")
 
 
@@ -291,8 +377,7 @@ def case_swiglu(ctx, M, N):
     g, u = randn(M, N), randn(M, N)
     out = torch.empty_like(g)
     run = ctx.xhal.op("xhal_swiglu", g, u, out)
-    peer = lambda: [_silu_mul(g, u)]
-    return run_case(ctx, lambda: (run, [out]), [("compile", peer)], [out],
+    return run_case(ctx, lambda: (run, [out]), peers_of("eager", _silu_mul, g, u), [out],
                     3 * M * N * 2, "GB/s", "copy")
 
 
@@ -313,9 +398,8 @@ def case_rope(ctx, T, Hq=32, Hkv=8, D=128, rotary_dim=128, max_pos=4096):
     def prep():
         qc, kc = q.clone(), k.clone()  # rope works in place: fresh copies per run, untimed
         return ctx.xhal.op("xhal_rope", qc, kc, positions, cache, 1), [qc, kc]
-    peer = lambda: list(_rope_neox(q, k, positions, cache))
     # Nothing to poison (in place); a kernel that skipped elements still fails the check.
-    return run_case(ctx, prep, [("compile", peer)], [],
+    return run_case(ctx, prep, peers_of("eager", _rope_neox, q, k, positions, cache), [],
                     2 * (T * Hq * D + T * Hkv * D) * 2, "GB/s", "copy")
 
 
@@ -326,8 +410,7 @@ def case_attention(ctx, B, H, S, D, causal):
     t = lambda x: x.transpose(1, 2)
     run = ctx.xhal.op("xhal_attention", t(q), t(k), t(v), t(out),
                       ctx.xhal.attention_params(causal), None)
-    peers = [(f"sdpa {n}", sdpa_peer(SDPA_BACKENDS[n], q, k, v, is_causal=causal))
-             for n in ("flash", "cudnn")]  # flash first: the reference for correctness
+    peers = attention_peers(q, k, v, causal)
     flops = 4 * B * H * S * S * D // (2 if causal else 1)
     return run_case(ctx, lambda: (run, [out]), peers, [out], flops, "TFLOP/s", "gemm")
 
@@ -349,9 +432,7 @@ def case_paged(ctx, B, Hq, Hkv, L, D, block_size=16):
         return cache[table.long()].reshape(B, L, Hkv, D).transpose(1, 2).contiguous()
     kd, vd = dense(k_cache), dense(v_cache)
     # The decode token is the last one, so it sees every key: no mask needed.
-    peers = [(f"sdpa {n}", sdpa_peer(SDPA_BACKENDS[n], q.unsqueeze(2), kd, vd,
-                                     post=lambda o: o.squeeze(2), enable_gqa=True))
-             for n in ("cudnn", "flash")]
+    peers = attention_peers(q.unsqueeze(2), kd, vd, False, post=lambda o: o.squeeze(2), gqa=True)
     nbytes = 2 * B * L * Hkv * D * 2 + 2 * B * Hq * D * 2  # K and V of the context, q, out
     return run_case(ctx, lambda: (run, [out]), peers, [out], nbytes, "GB/s", "copy")
 
@@ -372,7 +453,7 @@ def measure_ceilings(ctx):
     ctx.ceilings["copy"] = 2 * GiB / (ms * 1e-3) / 1e9  # bytes read + written
     ctx.ceiling_ms["copy"] = ms
     del src, dst
-    n = 8192
+    n = ctx.gemm_n
     a, b = randn(n, n), randn(n, n)
     ms = ctx.bench.time({"matmul": lambda: (lambda: torch.matmul(a, b))})["matmul"]
     ctx.ceilings["gemm"] = 2 * n ** 3 / (ms * 1e-3) / 1e12
@@ -387,6 +468,7 @@ class Context:
     def __init__(self, xhal, bench):
         self.xhal, self.bench = xhal, bench
         self.ceilings, self.ceiling_ms = {}, {}  # "copy": GB/s, "gemm": TFLOP/s
+        self.gemm_n = 8192 if on_cuda() else 4096  # the CPU's bf16 matmul runs ~1000x slower
         self.rows, self.failures, self.notes = [], [], []
         self.broken, self.where = False, ""
 
@@ -410,6 +492,8 @@ def section(ctx, op, shape, case, *args):
         ctx.rows.append(dict(op=op, shape=shape, error=first_line(e)))
         ctx.failures.append(f"{op} {shape}: {first_line(e)}")
     gc.collect()  # free this case's tensors before the next one allocates
+    if not on_cuda():
+        return
     try:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
@@ -423,14 +507,15 @@ def fmt(value, spec):
 
 
 def print_table(ctx, device_name):
+    cold = "cold L2" if on_cuda() else f"{torch.get_num_threads()} threads, caches flushed"
     print(f"\n{device_name}, torch {torch.__version__}, bf16, median of {ctx.bench.iters} runs,"
-          " cold L2. speedup = peer ms / xhal ms (>1: xhal faster)\n"
+          f" {cold}. speedup = peer ms / xhal ms (>1: xhal faster)\n"
           "of ceil = xhal rate / copy bandwidth (GB/s rows) or / matmul rate (TFLOP/s rows)")
     if "copy" in ctx.ceilings:
         print(f"ceiling copy 1 GiB: {ctx.ceilings['copy']:.0f} GB/s"
               f" ({ctx.ceiling_ms['copy']:.3f} ms)", end="")
     if "gemm" in ctx.ceilings:
-        print(f"   ceiling bf16 matmul 8192^3: {ctx.ceilings['gemm']:.0f} TFLOP/s"
+        print(f"   ceiling bf16 matmul {ctx.gemm_n}^3: {ctx.ceilings['gemm']:.{0 if on_cuda() else 2}f} TFLOP/s"
               f" ({ctx.ceiling_ms['gemm']:.3f} ms)", end="")
     print()
     header = ["op", "shape", "xhal ms", "peer", "peer ms", "speedup", "xhal rate", "of ceil",
@@ -442,7 +527,7 @@ def print_table(ctx, device_name):
             continue
         lines.append([r["op"], r["shape"], fmt(r["xhal_ms"], ".4f"), r["peer"],
                       fmt(r["peer_ms"], ".4f"), fmt(r["speedup"], ".2f"),
-                      f"{r['xhal_rate']:.0f} {r['unit']}", fmt(r["frac"], ".2f"),
+                      f"{r['xhal_rate']:.{3 if r['xhal_rate'] < 10 else 0}f} {r['unit']}", fmt(r["frac"], ".2f"),
                       fmt(r["rel_err"], ".1e"), "ok" if r["ok"] else "FAIL"])
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     right = {2, 4, 5, 6, 7, 8}  # numbers right-aligned
@@ -456,27 +541,7 @@ def print_table(ctx, device_name):
         print(f"  {text}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", required=True, help="path to libxhal.so (libxhal_cuda.so beside it)")
-    ap.add_argument("--quick", action="store_true", help="shapes / 8, 5 timed runs")
-    ap.add_argument("--json", metavar="OUT.json", help="also write every row here")
-    args = ap.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("torch sees no CUDA device")
-    torch.cuda.set_device(0)
-    torch.manual_seed(0)
-    xhal = Xhal(args.lib)
-    devices = xhal.devices()
-    if DEVICE not in devices:
-        sys.exit(f"xhal has no {DEVICE} (devices: {devices}); is libxhal_cuda.so next to "
-                 f"{args.lib}? build/bin/xhal-info says why a plugin did not load")
-    ctx = Context(xhal, Bench(iters=5 if args.quick else 20, warmup=3))
-    d = 8 if args.quick else 1
-    device_name = torch.cuda.get_device_name(0)
-    print(f"{device_name}; torch {torch.__version__} (CUDA {torch.version.cuda}); "
-          f"xhal devices {devices}", flush=True)
-
+def cuda_cases(ctx, d, quick):
     section(ctx, "ceilings", "copy 1 GiB, matmul 8192^3", measure_ceilings)
     shapes = [(16384 // d, 4096), (65536 // d, 8192)]
     for op, case in (("rms_norm", case_rms_norm), ("fused_add_rms_norm", case_fused_add),
@@ -485,7 +550,7 @@ def main():
             section(ctx, op, f"{M}x{N}", case, M, N)
     for T in (16384 // d, 65536 // d):
         section(ctx, "rope_neox", f"T{T} H32/8 D128", case_rope, T)
-    S = 1024 if args.quick else 4096
+    S = 1024 if quick else 4096
     for causal in (True, False):
         section(ctx, "attention", f"B4 H32 S{S} D128 {'causal' if causal else 'full'}",
                 case_attention, 4, 32, S, 128, causal)
@@ -494,9 +559,69 @@ def main():
     M = 8192 // d
     section(ctx, "linear", f"{M}x8192x8192+b", case_linear, M, 8192, 8192)
 
+
+def cpu_cases(ctx, d, quick):
+    """xhal-bench's CPU shapes: elementwise tensors of 256 MiB, far beyond the last-level cache."""
+    section(ctx, "ceilings", "copy 1 GiB, matmul 4096^3", measure_ceilings)
+    for op, case in (("rms_norm", case_rms_norm), ("fused_add_rms_norm", case_fused_add),
+                     ("swiglu", case_swiglu)):
+        section(ctx, op, f"{16384 // d}x8192", case, 16384 // d, 8192)
+    section(ctx, "rope_neox", f"T{16384 // d} H32/8 D128", case_rope, 16384 // d)
+    S = 512 if quick else 2048
+    for causal in (True, False):
+        section(ctx, "attention", f"B1 H16 S{S} D128 {'causal' if causal else 'full'}",
+                case_attention, 1, 16, S, 128, causal)
+    L = 4096 // d
+    section(ctx, "paged_attention", f"B16 H32/8 L{L} D128", case_paged, 16, 32, 8, L, 128)
+    M = 4096 // d
+    section(ctx, "linear", f"{M}x4096x4096+b", case_linear, M, 4096, 4096)
+    section(ctx, "linear", "1x28672x4096+b", case_linear, 1, 28672, 4096)  # a decode step
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    return f"{names[0] if names else 'CPU'} ({len(names)} logical CPUs)"
+
+
+def main():
+    global DEVICE
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", required=True,
+                    help="path to libxhal.so (libxhal_cuda.so or libxhal_cpu.so beside it)")
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--quick", action="store_true", help="shapes / 8, 5 timed runs")
+    ap.add_argument("--json", metavar="OUT.json", help="also write every row here")
+    args = ap.parse_args()
+    if args.device == "cpu":
+        DEVICE = "cpu"
+        # Both libraries on the same number of threads: xhal's OpenMP takes OMP_NUM_THREADS or
+        # every logical CPU, torch's default is the physical cores.
+        threads = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count())
+        torch.set_num_threads(threads)
+        device_name = cpu_model()
+        about = f"torch {torch.__version__}, {threads} threads each"
+    else:
+        if not torch.cuda.is_available():
+            sys.exit("torch sees no CUDA device")
+        torch.cuda.set_device(0)
+        device_name = torch.cuda.get_device_name(0)
+        about = f"torch {torch.__version__} (CUDA {torch.version.cuda})"
+    torch.manual_seed(0)
+    xhal = Xhal(args.lib)
+    devices = xhal.devices()
+    want = DEVICE  # xhal names devices as torch does: "cpu", "cuda:0"
+    if want not in devices:
+        sys.exit(f"xhal has no {want} (devices: {devices}); is libxhal_{args.device}.so next to "
+                 f"{args.lib}? build/bin/xhal-info says why a plugin did not load")
+    ctx = Context(xhal, Bench(iters=5 if args.quick else (20 if on_cuda() else 10), warmup=3))
+    print(f"{device_name}; {about}; xhal devices {devices}", flush=True)
+    (cuda_cases if on_cuda() else cpu_cases)(ctx, 8 if args.quick else 1, args.quick)
+
     print_table(ctx, device_name)
     if args.json:
         report = dict(device=device_name, torch=torch.__version__, cuda=torch.version.cuda,
+                      threads=None if on_cuda() else torch.get_num_threads(),
                       date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                       command=" ".join(sys.argv), quick=args.quick, iters=ctx.bench.iters,
                       rel_tol=REL_TOL, ceilings=ctx.ceilings, ceiling_ms=ctx.ceiling_ms,
