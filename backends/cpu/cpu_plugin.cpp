@@ -192,6 +192,9 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   register_rope_simd_kernels(host);
   register_paged_attention_simd_kernels(host);
   register_linear_simd_kernels(host);
+#if defined(__x86_64__)
+  register_attention_amx_kernels(host);
+#endif
 #endif
 #if defined(XHAL_HAVE_BLAS)
   register_linear_blas_kernels(host);

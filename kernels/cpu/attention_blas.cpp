@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention_core.hpp"
+#include "kernels/cpu/attention_softmax-inl.h"
 #include "kernels/cpu/attention_tasks.hpp"
 #include "kernels/cpu/blas.hpp"
 #include "kernels/cpu/cache_size.hpp"
@@ -33,51 +34,11 @@ namespace xhal::cpu::HWY_NAMESPACE {
 // 0.48 of the sgemm rate with 64 rows, 0.57 with 128 and 0.65 with 256; docs/kernel-notes.md).
 constexpr int64_t kMaxRows = 256, kMinRows = 32;
 constexpr int64_t kKeys = 256;  // keys per tile
-constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
 
 // A thread's buffers, reused from task to task.
 struct Workspace {
   std::vector<float> q, k, v, s, acc, m, l;
 };
-
-// One row of S over the tile's keys [0, jn), of which [a, b) are visible: turns the scores into
-// p = 2^(s - m_new) (0 outside [a, b)), updates the running max m and sum l, and rescales the
-// accumulator row when the max moved. softcap: scores are cap·tanh(s / cap), then base 2.
-void softmax_row(float* s, int64_t jn, int64_t a, int64_t b, float softcap, float* m, float* l, float* acc,
-                 int64_t Dv) {
-  const DF df;
-  const int64_t lanes = int64_t(hn::Lanes(df));
-  if (softcap > 0.0f) {
-    for (int64_t j = a; j < b; ++j) s[j] = softcap * std::tanh(s[j] / softcap) * kLog2e;
-  }
-  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
-  int64_t j = a;
-  for (; j + lanes <= b; j += lanes) vmax = hn::Max(vmax, hn::LoadU(df, s + j));
-  float tile_max = hn::GetLane(hn::MaxOfLanes(df, vmax));
-  for (; j < b; ++j) tile_max = std::max(tile_max, s[j]);
-  const float m_new = std::max(*m, tile_max);
-  const float correction = std::exp2(*m - m_new);  // 0 on the first visible tile (m = -inf)
-  const auto mv = hn::Set(df, m_new), floor = hn::Set(df, -126.0f);
-  auto vsum = hn::Zero(df);
-  j = a;
-  for (; j + lanes <= b; j += lanes) {
-    const auto p = exp2_on_range<5>(hn::Max(hn::Sub(hn::LoadU(df, s + j), mv), floor));
-    hn::StoreU(p, df, s + j);
-    vsum = hn::Add(vsum, p);
-  }
-  float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
-  for (; j < b; ++j) sum += (s[j] = std::exp2(s[j] - m_new));
-  std::fill(s, s + a, 0.0f);
-  std::fill(s + b, s + jn, 0.0f);
-  *l = *l * correction + sum;
-  *m = m_new;
-  if (correction != 1.0f) {
-    const auto cv = hn::Set(df, correction);
-    int64_t d = 0;
-    for (; d + lanes <= Dv; d += lanes) hn::StoreU(hn::Mul(hn::LoadU(df, acc + d), cv), df, acc + d);
-    for (; d < Dv; ++d) acc[d] *= correction;
-  }
-}
 
 // Query rows [i0, i1) of every query head of one kv head's group (accessors as in
 // attention_tasks.hpp).
@@ -118,7 +79,8 @@ void attend_tile_blas(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t
         std::fill(s, s + jn, 0.0f);
         continue;
       }
-      softmax_row(s, jn, a, b, mask.softcap, &w.m[size_t(r)], &w.l[size_t(r)], &w.acc[size_t(r * Dv)], Dv);
+      softmax_row<F32>(s, s, jn, a, b, 1.0f, mask.softcap, &w.m[size_t(r)], &w.l[size_t(r)], &w.acc[size_t(r * Dv)],
+                       Dv);
     }
     gemm_nn(n, Dv, jn, w.s.data(), jn, w.v.data(), Dv, w.acc.data(), Dv, true);
   }

@@ -24,6 +24,7 @@ void register_linear_blas_kernels(const xhal_host_api* host);
 void register_linear_simd_kernels(const xhal_host_api* host);  // a few rows of x
 void register_attention_blas_kernels(const xhal_host_api* host);  // Highway and OpenBLAS
 void register_linear_onednn_kernels(const xhal_host_api* host);   // oneDNN, bf16 on AMX
+void register_attention_amx_kernels(const xhal_host_api* host);   // Highway, bf16 on AMX
 
 // Accuracy classes vs float64, per dtype: f32 accumulation, so f32 is limited by summation order
 // and the 16-bit types by their rounding of the output.

@@ -1,0 +1,325 @@
+// attention and attention_varlen in bf16 on CPUs with AMX: the BLAS kernel's loop (tasks of up to
+// kRows query rows of one kv head's group, tiles of kKeys keys, online softmax in f32), with both
+// matrix products on the tile unit (TDPBF16PS: bf16 pairs, f32 sums) instead of sgemm, so nothing
+// is widened to f32 first. Per tile, K and V are laid out once for the whole task in the pair-
+// interleaved form the B operand wants; the queries are copied once per task, unscaled (the scale
+// is applied to the f32 scores, so q keeps its bf16 value), and P is rounded to bf16 for P V, as
+// FlashAttention does on GPUs. Rows, keys and head dims are padded with zeros to the tile
+// shapes (32 rows, 32 keys, 32 dims). Registered for bf16 above the BLAS kernel where the CPU has
+// AMX-BF16 and AVX512_BF16 and Linux grants the tile state.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention_amx.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#if HWY_ARCH_X86
+#include <immintrin.h>
+#endif
+
+#include "kernels/cpu/amx.hpp"
+#include "kernels/cpu/attention_core.hpp"
+#include "kernels/cpu/attention_softmax-inl.h"
+#include "kernels/cpu/attention_tasks.hpp"
+#include "kernels/cpu/simd_element-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace xhal::cpu::HWY_NAMESPACE {
+
+#ifdef XHAL_CPU_AVX512
+constexpr int64_t kRows = 256;  // query rows per task, the group's heads together (as the BLAS kernel)
+constexpr int64_t kKeys = 256;  // keys per tile: each accumulator tile takes 8 products per load and store
+constexpr int64_t kTileBf16 = 512;  // bf16 elements in one 16 x 64-byte tile
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// A thread's buffers, reused from task to task: bf16 queries [n_pad][D_pad], K and V tiles in
+// B-operand form, P [n_pad][kKeys]; f32 scores [n_pad][kKeys], accumulators [n_pad][Dv_pad],
+// running max and sum per row.
+struct AmxWorkspace {
+  std::vector<uint16_t> q, k, v, p;
+  std::vector<float> s, acc, m, l;
+};
+
+// Mask of the first `count` (<= 32) 16-bit lanes.
+inline __mmask32 first_lanes(int64_t count) {
+  return count >= 32 ? ~__mmask32(0) : (__mmask32(1) << count) - 1;
+}
+
+// r[i] (16 rows of 16 32-bit elements) transposed in place.
+HWY_INLINE void transpose_16x16_epi32(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4i + c], 128-bit lane L: element 4L + c of rows 4i..4i+3.
+  __m512i u[16];
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i lo_a = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), hi_a = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
+    const __m512i lo_b = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512i hi_b = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_i32x4(lo_a, lo_b, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(lo_a, lo_b, 0xDD);
+    r[8 + c] = _mm512_shuffle_i32x4(hi_a, hi_b, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(hi_a, hi_b, 0xDD);
+  }
+}
+
+// Keys [j0, j0 + jn) of K as B operands of S = Q Kᵀ, one tile per 16 keys and 32 dims: row w of a
+// tile is dims 2w, 2w + 1 of each of its 16 keys, i.e. K's 32-bit pairs transposed. Keys past jn
+// and dims past D are zero.
+template <class K>
+void pack_k(K k, int64_t j0, int64_t jn, int64_t jn_pad, int64_t D, int64_t chunks, uint16_t* dst) {
+  for (int64_t kb = 0; kb < jn_pad / 16; ++kb) {
+    for (int64_t c = 0; c < chunks; ++c) {
+      const __mmask32 dims = first_lanes(D - c * 32);
+      __m512i r[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t j = kb * 16 + i;
+        r[i] = j < jn ? _mm512_maskz_loadu_epi16(dims, k(j0 + j) + c * 32) : _mm512_setzero_si512();
+      }
+      transpose_16x16_epi32(r);
+      uint16_t* tile = dst + (kb * chunks + c) * kTileBf16;
+      for (int i = 0; i < 16; ++i) _mm512_storeu_si512(tile + i * 32, r[i]);
+    }
+  }
+}
+
+// Keys [j0, j0 + jn) of V as B operands of O += P V, one tile per 32 keys and 16 dims: row w of a
+// tile holds keys 2w and 2w + 1 interleaved, dim by dim. Keys past jn and dims past Dv are zero.
+template <class V>
+void pack_v(V v, int64_t j0, int64_t jn, int64_t jn_pad, int64_t Dv, int64_t Dv_pad, uint16_t* dst) {
+  // vpermt2w indices: the low / high 16 dims of two 32-dim rows a and b, as a0 b0 a1 b1 ...
+  alignas(64) static constexpr uint16_t kLow[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                    8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static constexpr uint16_t kHigh[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                                     24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i low = _mm512_load_si512(kLow), high = _mm512_load_si512(kHigh);
+  const int64_t blocks = Dv_pad / 16;
+  for (int64_t pb = 0; pb < jn_pad / 32; ++pb) {
+    for (int64_t w = 0; w < 16; ++w) {
+      const int64_t j = pb * 32 + 2 * w;
+      for (int64_t e = 0; e < Dv_pad / 32; ++e) {
+        const __mmask32 dims = first_lanes(Dv - e * 32);
+        const __m512i a = j < jn ? _mm512_maskz_loadu_epi16(dims, v(j0 + j) + e * 32) : _mm512_setzero_si512();
+        const __m512i b = j + 1 < jn ? _mm512_maskz_loadu_epi16(dims, v(j0 + j + 1) + e * 32) : _mm512_setzero_si512();
+        uint16_t* tile = dst + (pb * blocks + 2 * e) * kTileBf16 + w * 32;
+        _mm512_storeu_si512(tile, _mm512_permutex2var_epi16(a, low, b));
+        _mm512_storeu_si512(tile + kTileBf16, _mm512_permutex2var_epi16(a, high, b));
+      }
+    }
+  }
+}
+
+// s[n_pad][kKeys] = q[n_pad][D_pad] · Kᵀ for the tile's jn_pad keys: blocks of 32 rows x 32 keys,
+// four accumulator tiles (0-3), two of queries (4, 5), two of keys (6, 7).
+void scores_amx(const uint16_t* q, const uint16_t* k, float* s, int64_t n_pad, int64_t jn_pad, int64_t chunks) {
+  const int64_t q_stride = chunks * 64, s_stride = kKeys * 4;  // bytes
+  for (int64_t rb = 0; rb < n_pad; rb += 32) {
+    const uint16_t* q0 = q + rb * chunks * 32;
+    const uint16_t* q1 = q0 + 16 * chunks * 32;
+    for (int64_t kb = 0; kb < jn_pad / 16; kb += 2) {
+      XHAL_TILE_ZERO(0);
+      XHAL_TILE_ZERO(1);
+      XHAL_TILE_ZERO(2);
+      XHAL_TILE_ZERO(3);
+      for (int64_t c = 0; c < chunks; ++c) {
+        XHAL_TILE_LOAD(4, q0 + c * 32, q_stride);
+        XHAL_TILE_LOAD(5, q1 + c * 32, q_stride);
+        XHAL_TILE_LOAD(6, k + (kb * chunks + c) * kTileBf16, 64);
+        XHAL_TILE_LOAD(7, k + ((kb + 1) * chunks + c) * kTileBf16, 64);
+        XHAL_TILE_DPBF16PS(0, 4, 6);
+        XHAL_TILE_DPBF16PS(1, 4, 7);
+        XHAL_TILE_DPBF16PS(2, 5, 6);
+        XHAL_TILE_DPBF16PS(3, 5, 7);
+      }
+      float* s0 = s + rb * kKeys + kb * 16;
+      float* s1 = s0 + 16 * kKeys;
+      XHAL_TILE_STORE(0, s0, s_stride);
+      XHAL_TILE_STORE(1, s0 + 16, s_stride);
+      XHAL_TILE_STORE(2, s1, s_stride);
+      XHAL_TILE_STORE(3, s1 + 16, s_stride);
+    }
+  }
+}
+
+// acc[n_pad][Dv_pad] += p[n_pad][kKeys] · V for the tile's jn_pad keys: blocks of 32 rows x 32
+// dims, each accumulator tile loaded once and stored once per tile of keys.
+void pv_amx(const uint16_t* p, const uint16_t* v, float* acc, int64_t n_pad, int64_t jn_pad, int64_t Dv_pad) {
+  const int64_t p_stride = kKeys * 2, acc_stride = Dv_pad * 4, blocks = Dv_pad / 16;  // bytes, tiles
+  for (int64_t rb = 0; rb < n_pad; rb += 32) {
+    const uint16_t* p0 = p + rb * kKeys;
+    const uint16_t* p1 = p0 + 16 * kKeys;
+    for (int64_t e = 0; e < blocks; e += 2) {
+      float* a0 = acc + rb * Dv_pad + e * 16;
+      float* a1 = a0 + 16 * Dv_pad;
+      XHAL_TILE_LOAD(0, a0, acc_stride);
+      XHAL_TILE_LOAD(1, a0 + 16, acc_stride);
+      XHAL_TILE_LOAD(2, a1, acc_stride);
+      XHAL_TILE_LOAD(3, a1 + 16, acc_stride);
+      for (int64_t pb = 0; pb < jn_pad / 32; ++pb) {
+        XHAL_TILE_LOAD(4, p0 + pb * 32, p_stride);
+        XHAL_TILE_LOAD(5, p1 + pb * 32, p_stride);
+        XHAL_TILE_LOAD(6, v + (pb * blocks + e) * kTileBf16, 64);
+        XHAL_TILE_LOAD(7, v + (pb * blocks + e + 1) * kTileBf16, 64);
+        XHAL_TILE_DPBF16PS(0, 4, 6);
+        XHAL_TILE_DPBF16PS(1, 4, 7);
+        XHAL_TILE_DPBF16PS(2, 5, 6);
+        XHAL_TILE_DPBF16PS(3, 5, 7);
+      }
+      XHAL_TILE_STORE(0, a0, acc_stride);
+      XHAL_TILE_STORE(1, a0 + 16, acc_stride);
+      XHAL_TILE_STORE(2, a1, acc_stride);
+      XHAL_TILE_STORE(3, a1 + 16, acc_stride);
+    }
+  }
+}
+
+// Query rows [i0, i1) of every query head of one kv head's group (accessors as in
+// attention_tasks.hpp; bf16 storage).
+template <class Q, class K, class V, class O, class L>
+void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv,
+                     const MaskParams& mask, Q q, K k, V v, O out, L lse, AmxWorkspace& w) {
+  const int64_t rows = i1 - i0, n = group * rows, n_pad = round_up(n, 32);  // row r = g * rows + (i - i0)
+  const int64_t D_pad = round_up(D, 32), Dv_pad = round_up(Dv, 32), chunks = D_pad / 32;
+  w.q.assign(size_t(n_pad * D_pad), 0);
+  for (int64_t g = 0; g < group; ++g) {
+    for (int64_t i = i0; i < i1; ++i) std::memcpy(&w.q[size_t((g * rows + i - i0) * D_pad)], q(g, i), size_t(D) * 2);
+  }
+  w.k.resize(size_t(kKeys * D_pad));
+  w.v.resize(size_t(kKeys * Dv_pad));
+  w.s.resize(size_t(n_pad * kKeys));
+  w.p.assign(size_t(n_pad * kKeys), 0);  // padded rows stay 0
+  w.acc.assign(size_t(n_pad * Dv_pad), 0.0f);
+  w.m.assign(size_t(n), -std::numeric_limits<float>::infinity());
+  w.l.assign(size_t(n), 0.0f);
+  // The scores come out unscaled: the softmax applies scale (and log2(e) for base 2) in f32.
+  const float pre = mask.softcap > 0.0f ? mask.scale : mask.scale * kLog2e;
+  int64_t lo_all = Sk, hi_all = 0;  // keys any row of the task can see
+  for (int64_t i = i0; i < i1; ++i) {
+    int64_t lo, hi;
+    mask.visible_range(i, Sq, Sk, &lo, &hi);
+    if (lo < hi) lo_all = std::min(lo_all, lo), hi_all = std::max(hi_all, hi);
+  }
+  amx_configure_16x64();
+  for (int64_t j0 = lo_all; j0 < hi_all; j0 += kKeys) {
+    const int64_t jn = std::min(kKeys, hi_all - j0), jn_pad = round_up(jn, 32);
+    pack_k(k, j0, jn, jn_pad, D, chunks, w.k.data());
+    pack_v(v, j0, jn, jn_pad, Dv, Dv_pad, w.v.data());
+    scores_amx(w.q.data(), w.k.data(), w.s.data(), n_pad, jn_pad, chunks);
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t lo, hi;
+      mask.visible_range(i0 + r % rows, Sq, Sk, &lo, &hi);
+      const int64_t a = std::clamp(lo - j0, int64_t(0), jn), b = std::clamp(hi - j0, int64_t(0), jn);
+      uint16_t* p = &w.p[size_t(r * kKeys)];
+      if (a >= b) {
+        std::fill(p, p + jn_pad, uint16_t(0));
+        continue;
+      }
+      softmax_row<BF16Native>(&w.s[size_t(r * kKeys)], p, jn_pad, a, b, pre, mask.softcap, &w.m[size_t(r)],
+                              &w.l[size_t(r)], &w.acc[size_t(r * Dv_pad)], Dv);
+    }
+    pv_amx(w.p.data(), w.v.data(), w.acc.data(), n_pad, jn_pad, Dv_pad);
+  }
+  amx_release();
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t g = r / rows, i = i0 + r % rows;
+    const float l = w.l[size_t(r)];
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key: 0, and lse = -inf
+    const float* acc = &w.acc[size_t(r * Dv_pad)];
+    uint16_t* o = out(g, i);
+    int64_t d = 0;
+    for (; d + lanes <= Dv; d += lanes) store_f32<BF16Native>(hn::Mul(hn::LoadU(df, acc + d), hn::Set(df, inv)), o + d);
+    for (; d < Dv; ++d) o[d] = BF16::store(acc[d] * inv);
+    if (float* lp = lse(g, i)) {
+      *lp = l > 0.0f ? w.m[size_t(r)] * kLn2 + std::log(l) : -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+#endif  // XHAL_CPU_AVX512
+
+// False where this target has no AVX-512 (the kernel's `supports` keeps it from running there).
+bool attention_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched) {
+#ifdef XHAL_CPU_AVX512
+  const MaskParams mask = MaskParams::from(c->params);
+  const int64_t group = c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 2] /
+                        std::max<int64_t>(1, c->t[XHAL_SLOT_K]->shape[c->t[XHAL_SLOT_K]->ndim - 2]);
+  const int64_t rows = std::max<int64_t>(8, kRows / std::max<int64_t>(1, group));
+  for_each_attention_task<uint16_t>(
+      seqs, batched, c, rows,
+      [&](int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, auto q, auto k, auto v,
+          auto out, auto lse) {
+        thread_local AmxWorkspace w;
+        attend_tile_amx(g, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse, w);
+      });
+  return true;
+#else
+  (void)c, (void)seqs, (void)batched;
+  return false;
+#endif
+}
+
+}  // namespace xhal::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace xhal::cpu {
+
+HWY_EXPORT(attention_amx);
+
+namespace {
+const char* amx_supports(const xhal_op_call*) {
+  if (!amx_tiles_usable() || !cpu_has_bf16_convert()) {
+    return "needs AMX-BF16 and AVX512_BF16 (not on this CPU, named by XHAL_CPU_DISABLE, or the tile state refused)";
+  }
+  return nullptr;
+}
+
+xhal_status run_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched, char* msg,
+                    size_t len) {
+  if (!HWY_DYNAMIC_DISPATCH(attention_amx)(c, seqs, batched)) {
+    return kernel_error(msg, len, XHAL_ERR_INTERNAL, "%s: the AMX kernel was dispatched to a target without AVX-512",
+                        batched ? "attention" : "attention_varlen");
+  }
+  return XHAL_OK;
+}
+
+template <class E>
+struct AttentionAmx {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    return run_amx(c, batched_spans(c), true, msg, len);
+  }
+};
+
+template <class E>
+struct AttentionVarlenAmx {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    std::vector<SequenceSpan> seqs;
+    if (const xhal_status s = varlen_spans(c, msg, len, &seqs); s != XHAL_OK) return s;
+    return run_amx(c, seqs, false, msg, len);
+  }
+};
+}  // namespace
+
+void register_attention_amx_kernels(const xhal_host_api* host) {
+  const kernels::KernelTraits on_amx{kFeatureFastPriority, false, amx_supports};
+  kernels::register_for<AttentionAmx, BF16>(host, "cpu.attention_amx", XHAL_OP_ATTENTION, accuracy_for, on_amx);
+  kernels::register_for<AttentionVarlenAmx, BF16>(host, "cpu.attention_varlen_amx", XHAL_OP_ATTENTION_VARLEN,
+                                                  accuracy_for, on_amx);
+}
+
+}  // namespace xhal::cpu
+#endif
