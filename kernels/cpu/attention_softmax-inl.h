@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cpu/simd_element-inl.h"
 #include "kernels/cpu/simd_math-inl.h"
@@ -26,38 +27,64 @@ inline constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.69314718055994530
 // to p[0, width) as E (0 outside [a, b)), p = 2^(x - m_new), where x = pre * s in base 2 (the
 // caller's scale and log2(e) that it did not fold into q), or cap·tanh(pre * s / cap) · log2(e)
 // with a softcap. Updates the row's running max m and sum l, and rescales its accumulator row
-// when the max moved. s is overwritten where pre or the softcap change it; p may alias s (f32).
+// when the max moved. s is overwritten where a softcap or pre <= 0 changes it; p may alias s (f32).
+// 2^x by a polynomial of degree 5 for f32 P, 3 for bf16 P (relative error 1e-4, under bf16's
+// rounding of p); four vectors at a time, so that their dependent chains overlap.
 template <class E>
 void softmax_row(float* s, typename E::Storage* p, int64_t width, int64_t a, int64_t b, float pre, float softcap,
                  float* m, float* l, float* acc, int64_t Dv) {
+  constexpr int kDegree = E::kDType == XHAL_DTYPE_F32 ? 5 : 3, kN = 4;
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));
-  if (softcap > 0.0f) {
-    for (int64_t j = a; j < b; ++j) s[j] = softcap * std::tanh(pre * s[j] / softcap) * kLog2e;
-  } else if (pre != 1.0f) {
-    const auto pv = hn::Set(df, pre);
-    int64_t j = a;
-    for (; j + lanes <= b; j += lanes) hn::StoreU(hn::Mul(hn::LoadU(df, s + j), pv), df, s + j);
-    for (; j < b; ++j) s[j] *= pre;
+  if (softcap > 0.0f || !(pre > 0.0f)) {  // to base-2 scores in s, then pre = 1
+    for (int64_t j = a; j < b; ++j) {
+      s[j] = softcap > 0.0f ? softcap * std::tanh(pre * s[j] / softcap) * kLog2e : pre * s[j];
+    }
+    pre = 1.0f;
   }
-  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
+  // pre > 0 from here: the max of pre * s is pre times the max of s.
+  VF vmax[kN];
+  for (auto& v : vmax) v = hn::Set(df, -std::numeric_limits<float>::infinity());
   int64_t j = a;
-  for (; j + lanes <= b; j += lanes) vmax = hn::Max(vmax, hn::LoadU(df, s + j));
-  float tile_max = hn::GetLane(hn::MaxOfLanes(df, vmax));
-  for (; j < b; ++j) tile_max = std::max(tile_max, s[j]);
-  const float m_new = std::max(*m, tile_max);
-  const float correction = std::exp2(*m - m_new);  // 0 on the first visible tile (m = -inf)
-  const auto mv = hn::Set(df, m_new), floor = hn::Set(df, -126.0f);
-  auto vsum = hn::Zero(df);
-  j = a;
-  for (; j + lanes <= b; j += lanes) {
-    const auto e = exp2_on_range<5>(hn::Max(hn::Sub(hn::LoadU(df, s + j), mv), floor));
-    store_f32<E>(e, p + j);
-    vsum = hn::Add(vsum, e);
+  for (; j + kN * lanes <= b; j += kN * lanes) {
+    for (int k = 0; k < kN; ++k) vmax[k] = hn::Max(vmax[k], hn::LoadU(df, s + j + k * lanes));
   }
-  float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
+  for (; j + lanes <= b; j += lanes) vmax[0] = hn::Max(vmax[0], hn::LoadU(df, s + j));
+  for (int k = 1; k < kN; ++k) vmax[0] = hn::Max(vmax[0], vmax[k]);
+  float raw_max = hn::GetLane(hn::MaxOfLanes(df, vmax[0]));
+  for (; j < b; ++j) raw_max = std::max(raw_max, s[j]);
+  const float m_new = std::max(*m, pre * raw_max);
+  const float correction = std::exp2(*m - m_new);  // 0 on the first visible tile (m = -inf)
+  // 2^(pre * (s - m_new / pre)); no lower clamp where vscalefps forms 2^n (AVX-512), else at -126.
+  const float shift = m_new / pre;
+  const auto sv = hn::Set(df, shift), pv = hn::Set(df, pre);
+#ifndef XHAL_CPU_AVX512
+  const auto floor = hn::Set(df, -126.0f / pre);
+#endif
+  VF vsum[kN];
+  for (auto& v : vsum) v = hn::Zero(df);
+  const auto exp_block = [&](int64_t at, auto count) {
+    constexpr int kCount = decltype(count)::value;
+    VF x[kCount], e[kCount];
+    for (int k = 0; k < kCount; ++k) {
+      x[k] = hn::Sub(hn::LoadU(df, s + at + k * lanes), sv);
+#ifndef XHAL_CPU_AVX512
+      x[k] = hn::Max(x[k], floor);
+#endif
+    }
+    exp2_of_products<kDegree>(e, x, pv);
+    for (int k = 0; k < kCount; ++k) {
+      store_f32<E>(e[k], p + at + k * lanes);
+      vsum[k] = hn::Add(vsum[k], e[k]);
+    }
+  };
+  j = a;
+  for (; j + kN * lanes <= b; j += kN * lanes) exp_block(j, std::integral_constant<int, kN>());
+  for (; j + lanes <= b; j += lanes) exp_block(j, std::integral_constant<int, 1>());
+  for (int k = 1; k < kN; ++k) vsum[0] = hn::Add(vsum[0], vsum[k]);
+  float sum = hn::GetLane(hn::SumOfLanes(df, vsum[0]));
   for (; j < b; ++j) {
-    const float e = std::exp2(s[j] - m_new);
+    const float e = std::exp2(pre * (s[j] - shift));
     p[j] = E::store(e);
     sum += e;
   }
