@@ -206,12 +206,8 @@ void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t 
   w.l.assign(size_t(n), 0.0f);
   // The scores come out unscaled: the softmax applies scale (and log2(e) for base 2) in f32.
   const float pre = mask.softcap > 0.0f ? mask.scale : mask.scale * kLog2e;
-  int64_t lo_all = Sk, hi_all = 0;  // keys any row of the task can see
-  for (int64_t i = i0; i < i1; ++i) {
-    int64_t lo, hi;
-    mask.visible_range(i, Sq, Sk, &lo, &hi);
-    if (lo < hi) lo_all = std::min(lo_all, lo), hi_all = std::max(hi_all, hi);
-  }
+  int64_t lo_all, hi_all;
+  mask.visible_range_of_rows(i0, i1, Sq, Sk, &lo_all, &hi_all);
   amx_configure_16x64();
   for (int64_t j0 = lo_all; j0 < hi_all; j0 += kKeys) {
     const int64_t jn = std::min(kKeys, hi_all - j0), jn_pad = round_up(jn, 32);
@@ -233,20 +229,9 @@ void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t 
     pv_amx(w.p.data(), w.v.data(), w.acc.data(), n_pad, jn_pad, Dv_pad);
   }
   amx_release();
-  const DF df;
-  const int64_t lanes = int64_t(hn::Lanes(df));
   for (int64_t r = 0; r < n; ++r) {
     const int64_t g = r / rows, i = i0 + r % rows;
-    const float l = w.l[size_t(r)];
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key: 0, and lse = -inf
-    const float* acc = &w.acc[size_t(r * Dv_pad)];
-    uint16_t* o = out(g, i);
-    int64_t d = 0;
-    for (; d + lanes <= Dv; d += lanes) store_f32<BF16Native>(hn::Mul(hn::LoadU(df, acc + d), hn::Set(df, inv)), o + d);
-    for (; d < Dv; ++d) o[d] = BF16::store(acc[d] * inv);
-    if (float* lp = lse(g, i)) {
-      *lp = l > 0.0f ? w.m[size_t(r)] * kLn2 + std::log(l) : -std::numeric_limits<float>::infinity();
-    }
+    finish_row<BF16Native>(&w.acc[size_t(r * Dv_pad)], w.l[size_t(r)], w.m[size_t(r)], Dv, out(g, i), lse(g, i));
   }
 }
 #endif  // XHAL_CPU_AVX512

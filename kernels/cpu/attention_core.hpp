@@ -36,6 +36,15 @@ struct MaskParams {
     if (window_right >= 0) h = std::min(h, diag + window_right + 1);
     *hi = std::max(*lo, h);
   }
+  // Keys [lo, hi) that any of the queries [i0, i1) may see (lo >= hi: none).
+  void visible_range_of_rows(int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t* lo, int64_t* hi) const {
+    *lo = Sk, *hi = 0;
+    for (int64_t i = i0; i < i1; ++i) {
+      int64_t a, b;
+      visible_range(i, Sq, Sk, &a, &b);
+      if (a < b) *lo = std::min(*lo, a), *hi = std::max(*hi, b);
+    }
+  }
 };
 
 // Accessors of one (sequence, kv head) problem: Sq query rows per head, Sk keys.
@@ -59,16 +68,8 @@ void attend_group(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk,
   for (int64_t g = 0; g < group; ++g) {
     for (int64_t i = i0; i < i1; ++i) load_row<E>(q(g, i), qf.data() + (((g * rows) + i - i0) * D), D);
   }
-  // Keys any row of the tile can see.
-  int64_t lo_all = Sk, hi_all = 0;
-  for (int64_t i = i0; i < i1; ++i) {
-    int64_t lo, hi;
-    mask.visible_range(i, Sq, Sk, &lo, &hi);
-    if (lo < hi) {
-      lo_all = std::min(lo_all, lo);
-      hi_all = std::max(hi_all, hi);
-    }
-  }
+  int64_t lo_all, hi_all;
+  mask.visible_range_of_rows(i0, i1, Sq, Sk, &lo_all, &hi_all);
   for (int64_t j0 = lo_all; j0 < hi_all; j0 += kKeyTile) {
     const int64_t jn = std::min(kKeyTile, hi_all - j0);
     for (int64_t j = 0; j < jn; ++j) {

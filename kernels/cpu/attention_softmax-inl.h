@@ -100,6 +100,20 @@ void softmax_row(float* s, typename E::Storage* p, int64_t width, int64_t a, int
   }
 }
 
+// A finished row: out = acc / l as E, and lse (when asked for) in natural log; a row that saw no
+// key gets 0 and lse = -inf.
+template <class E>
+void finish_row(const float* acc, float l, float m, int64_t Dv, typename E::Storage* out, float* lse) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  const auto vinv = hn::Set(df, inv);
+  int64_t d = 0;
+  for (; d + lanes <= Dv; d += lanes) store_f32<E>(hn::Mul(hn::LoadU(df, acc + d), vinv), out + d);
+  for (; d < Dv; ++d) out[d] = E::store(acc[d] * inv);
+  if (lse != nullptr) *lse = l > 0.0f ? m * kLn2 + std::log(l) : -std::numeric_limits<float>::infinity();
+}
+
 }  // namespace xhal::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
