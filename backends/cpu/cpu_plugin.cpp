@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "kernels/cpu/amx.hpp"
 #include "kernels/cpu/blas.hpp"
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/onednn.hpp"
@@ -153,7 +154,8 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   }
   static const std::string version = std::string("xhal cpu plugin, OpenMP ") + std::to_string(_OPENMP) +
                                      "; SIMD: " + xhal::cpu::simd_summary() +
-                                     "; BLAS: " + xhal::cpu::blas_summary() + "; " + xhal::cpu::onednn_summary();
+                                     "; BLAS: " + xhal::cpu::blas_summary() + "; " + xhal::cpu::onednn_summary() +
+                                     "; " + xhal::cpu::amx_summary();
   api->abi_version = XHAL_PLUGIN_ABI_VERSION;
   api->struct_size = sizeof(xhal_plugin_api);
   api->backend = "cpu";

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <sys/syscall.h>
@@ -27,6 +28,17 @@ inline bool amx_tiles_usable() {
   return permitted && cpu_has_amx_bf16();
 #else
   return false;
+#endif
+}
+
+// xhal-info's words for whether the AMX kernels run: "AMX tiles: bf16 attention", or why not.
+inline std::string amx_summary() {
+#if defined(XHAL_HAVE_HIGHWAY) && defined(__x86_64__)
+  return amx_tiles_usable() && cpu_has_bf16_convert()
+             ? "AMX tiles: bf16 attention"
+             : "AMX tiles: unused (no AMX-BF16 or AVX512_BF16, or XHAL_CPU_DISABLE names one)";
+#else
+  return "AMX tiles: unused (built without Highway)";
 #endif
 }
 
