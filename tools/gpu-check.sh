@@ -5,8 +5,9 @@
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
 # trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels, when
-# tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along; with peers also asked for, the
-# PyTorch comparison on the CPU; CPU_BEFORE_AFTER=N adds N rounds of tools/cpu-before-after.sh). The CUDA build runs unless the cpu stage alone is asked for.
+# tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along; CPU_BEFORE_AFTER=N adds N rounds of
+# tools/cpu-before-after.sh), cpu_peers (with cpu: the PyTorch comparison on the CPU). The CUDA
+# build runs unless only cpu stages are asked for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device

@@ -31,10 +31,13 @@ inline bool amx_tiles_usable() {
 #endif
 }
 
+// The AMX kernels' condition: tiles usable, and AVX512_BF16 for rounding their f32 results to bf16.
+inline bool amx_bf16_kernels_usable() { return amx_tiles_usable() && cpu_has_bf16_convert(); }
+
 // xhal-info's words for whether the AMX kernels run: "AMX tiles: bf16 attention", or why not.
 inline std::string amx_summary() {
 #if defined(XHAL_HAVE_HIGHWAY) && defined(__x86_64__)
-  return amx_tiles_usable() && cpu_has_bf16_convert()
+  return amx_bf16_kernels_usable()
              ? "AMX tiles: bf16 attention"
              : "AMX tiles: unused (no AMX-BF16 or AVX512_BF16, or XHAL_CPU_DISABLE names one)";
 #else

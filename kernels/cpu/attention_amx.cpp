@@ -122,10 +122,41 @@ void pack_v(V v, int64_t j0, int64_t jn, int64_t jn_pad, int64_t Dv, int64_t Dv_
   }
 }
 
+// Tiles 0-3 += the 2 x 2 block of products of A rows a0, a1 (tiles 4, 5; rows a_stride bytes
+// apart) with B tiles b0, b1 (6, 7; packed, rows 64 bytes apart): 0 = a0 b0, 1 = a0 b1, 2 = a1 b0,
+// 3 = a1 b1.
+HWY_INLINE void products_2x2(const uint16_t* a0, const uint16_t* a1, int64_t a_stride, const uint16_t* b0,
+                             const uint16_t* b1) {
+  XHAL_TILE_LOAD(4, a0, a_stride);
+  XHAL_TILE_LOAD(5, a1, a_stride);
+  XHAL_TILE_LOAD(6, b0, 64);
+  XHAL_TILE_LOAD(7, b1, 64);
+  XHAL_TILE_DPBF16PS(0, 4, 6);
+  XHAL_TILE_DPBF16PS(1, 4, 7);
+  XHAL_TILE_DPBF16PS(2, 5, 6);
+  XHAL_TILE_DPBF16PS(3, 5, 7);
+}
+
+// Tiles 0-3 loaded from / stored to the 32 x 32 f32 block at c (rows `stride` floats apart), in
+// products_2x2's order.
+HWY_INLINE void load_2x2(const float* c, int64_t stride) {
+  XHAL_TILE_LOAD(0, c, stride * 4);
+  XHAL_TILE_LOAD(1, c + 16, stride * 4);
+  XHAL_TILE_LOAD(2, c + 16 * stride, stride * 4);
+  XHAL_TILE_LOAD(3, c + 16 * stride + 16, stride * 4);
+}
+
+HWY_INLINE void store_2x2(float* c, int64_t stride) {
+  XHAL_TILE_STORE(0, c, stride * 4);
+  XHAL_TILE_STORE(1, c + 16, stride * 4);
+  XHAL_TILE_STORE(2, c + 16 * stride, stride * 4);
+  XHAL_TILE_STORE(3, c + 16 * stride + 16, stride * 4);
+}
+
 // s[n_pad][kKeys] = q[n_pad][D_pad] · Kᵀ for the tile's jn_pad keys: blocks of 32 rows x 32 keys,
 // four accumulator tiles (0-3), two of queries (4, 5), two of keys (6, 7).
 void scores_amx(const uint16_t* q, const uint16_t* k, float* s, int64_t n_pad, int64_t jn_pad, int64_t chunks) {
-  const int64_t q_stride = chunks * 64, s_stride = kKeys * 4;  // bytes
+  const int64_t q_stride = chunks * 64;  // bytes
   for (int64_t rb = 0; rb < n_pad; rb += 32) {
     const uint16_t* q0 = q + rb * chunks * 32;
     const uint16_t* q1 = q0 + 16 * chunks * 32;
@@ -135,21 +166,10 @@ void scores_amx(const uint16_t* q, const uint16_t* k, float* s, int64_t n_pad, i
       XHAL_TILE_ZERO(2);
       XHAL_TILE_ZERO(3);
       for (int64_t c = 0; c < chunks; ++c) {
-        XHAL_TILE_LOAD(4, q0 + c * 32, q_stride);
-        XHAL_TILE_LOAD(5, q1 + c * 32, q_stride);
-        XHAL_TILE_LOAD(6, k + (kb * chunks + c) * kTileBf16, 64);
-        XHAL_TILE_LOAD(7, k + ((kb + 1) * chunks + c) * kTileBf16, 64);
-        XHAL_TILE_DPBF16PS(0, 4, 6);
-        XHAL_TILE_DPBF16PS(1, 4, 7);
-        XHAL_TILE_DPBF16PS(2, 5, 6);
-        XHAL_TILE_DPBF16PS(3, 5, 7);
+        products_2x2(q0 + c * 32, q1 + c * 32, q_stride, k + (kb * chunks + c) * kTileBf16,
+                     k + ((kb + 1) * chunks + c) * kTileBf16);
       }
-      float* s0 = s + rb * kKeys + kb * 16;
-      float* s1 = s0 + 16 * kKeys;
-      XHAL_TILE_STORE(0, s0, s_stride);
-      XHAL_TILE_STORE(1, s0 + 16, s_stride);
-      XHAL_TILE_STORE(2, s1, s_stride);
-      XHAL_TILE_STORE(3, s1 + 16, s_stride);
+      store_2x2(s + rb * kKeys + kb * 16, kKeys);
     }
   }
 }
@@ -157,31 +177,18 @@ void scores_amx(const uint16_t* q, const uint16_t* k, float* s, int64_t n_pad, i
 // acc[n_pad][Dv_pad] += p[n_pad][kKeys] · V for the tile's jn_pad keys: blocks of 32 rows x 32
 // dims, each accumulator tile loaded once and stored once per tile of keys.
 void pv_amx(const uint16_t* p, const uint16_t* v, float* acc, int64_t n_pad, int64_t jn_pad, int64_t Dv_pad) {
-  const int64_t p_stride = kKeys * 2, acc_stride = Dv_pad * 4, blocks = Dv_pad / 16;  // bytes, tiles
+  const int64_t p_stride = kKeys * 2, blocks = Dv_pad / 16;  // bytes, tiles
   for (int64_t rb = 0; rb < n_pad; rb += 32) {
     const uint16_t* p0 = p + rb * kKeys;
     const uint16_t* p1 = p0 + 16 * kKeys;
     for (int64_t e = 0; e < blocks; e += 2) {
-      float* a0 = acc + rb * Dv_pad + e * 16;
-      float* a1 = a0 + 16 * Dv_pad;
-      XHAL_TILE_LOAD(0, a0, acc_stride);
-      XHAL_TILE_LOAD(1, a0 + 16, acc_stride);
-      XHAL_TILE_LOAD(2, a1, acc_stride);
-      XHAL_TILE_LOAD(3, a1 + 16, acc_stride);
+      float* c = acc + rb * Dv_pad + e * 16;
+      load_2x2(c, Dv_pad);
       for (int64_t pb = 0; pb < jn_pad / 32; ++pb) {
-        XHAL_TILE_LOAD(4, p0 + pb * 32, p_stride);
-        XHAL_TILE_LOAD(5, p1 + pb * 32, p_stride);
-        XHAL_TILE_LOAD(6, v + (pb * blocks + e) * kTileBf16, 64);
-        XHAL_TILE_LOAD(7, v + (pb * blocks + e + 1) * kTileBf16, 64);
-        XHAL_TILE_DPBF16PS(0, 4, 6);
-        XHAL_TILE_DPBF16PS(1, 4, 7);
-        XHAL_TILE_DPBF16PS(2, 5, 6);
-        XHAL_TILE_DPBF16PS(3, 5, 7);
+        products_2x2(p0 + pb * 32, p1 + pb * 32, p_stride, v + (pb * blocks + e) * kTileBf16,
+                     v + (pb * blocks + e + 1) * kTileBf16);
       }
-      XHAL_TILE_STORE(0, a0, acc_stride);
-      XHAL_TILE_STORE(1, a0 + 16, acc_stride);
-      XHAL_TILE_STORE(2, a1, acc_stride);
-      XHAL_TILE_STORE(3, a1 + 16, acc_stride);
+      store_2x2(c, Dv_pad);
     }
   }
 }
@@ -214,18 +221,8 @@ void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t 
     pack_k(k, j0, jn, jn_pad, D, chunks, w.k.data());
     pack_v(v, j0, jn, jn_pad, Dv, Dv_pad, w.v.data());
     scores_amx(w.q.data(), w.k.data(), w.s.data(), n_pad, jn_pad, chunks);
-    for (int64_t r = 0; r < n; ++r) {
-      int64_t lo, hi;
-      mask.visible_range(i0 + r % rows, Sq, Sk, &lo, &hi);
-      const int64_t a = std::clamp(lo - j0, int64_t(0), jn), b = std::clamp(hi - j0, int64_t(0), jn);
-      uint16_t* p = &w.p[size_t(r * kKeys)];
-      if (a >= b) {
-        std::fill(p, p + jn_pad, uint16_t(0));
-        continue;
-      }
-      softmax_row<BF16Native>(&w.s[size_t(r * kKeys)], p, jn_pad, a, b, pre, mask.softcap, &w.m[size_t(r)],
-                              &w.l[size_t(r)], &w.acc[size_t(r * Dv_pad)], Dv);
-    }
+    softmax_rows<BF16Native>(mask, i0, rows, n, Sq, Sk, j0, jn, jn_pad, w.s.data(), w.p.data(), kKeys, pre,
+                             w.m.data(), w.l.data(), w.acc.data(), Dv_pad, Dv);
     pv_amx(w.p.data(), w.v.data(), w.acc.data(), n_pad, jn_pad, Dv_pad);
   }
   amx_release();
@@ -240,9 +237,7 @@ void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t 
 bool attention_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched) {
 #ifdef XHAL_CPU_AVX512
   const MaskParams mask = MaskParams::from(c->params);
-  const int64_t group = c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 2] /
-                        std::max<int64_t>(1, c->t[XHAL_SLOT_K]->shape[c->t[XHAL_SLOT_K]->ndim - 2]);
-  const int64_t rows = std::max<int64_t>(8, kRows / std::max<int64_t>(1, group));
+  const int64_t rows = std::max<int64_t>(8, kRows / std::max<int64_t>(1, query_group(c)));
   for_each_attention_task<uint16_t>(
       seqs, batched, c, rows,
       [&](int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, auto q, auto k, auto v,
@@ -267,7 +262,7 @@ HWY_EXPORT(attention_amx);
 
 namespace {
 const char* amx_supports(const xhal_op_call*) {
-  if (!amx_tiles_usable() || !cpu_has_bf16_convert()) {
+  if (!amx_bf16_kernels_usable()) {
     return "needs AMX-BF16 and AVX512_BF16 (not on this CPU, named by XHAL_CPU_DISABLE, or the tile state refused)";
   }
   return nullptr;

@@ -66,18 +66,8 @@ void attend_tile_blas(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t
       convert_row<E>(v(j0 + j), &w.v[size_t(j * Dv)], Dv, 1.0f);
     }
     gemm_nt(n, jn, D, w.q.data(), D, w.k.data(), D, w.s.data(), jn, false);
-    for (int64_t r = 0; r < n; ++r) {
-      int64_t lo, hi;
-      mask.visible_range(i0 + r % rows, Sq, Sk, &lo, &hi);
-      const int64_t a = std::clamp(lo - j0, int64_t(0), jn), b = std::clamp(hi - j0, int64_t(0), jn);
-      float* s = &w.s[size_t(r * jn)];
-      if (a >= b) {
-        std::fill(s, s + jn, 0.0f);
-        continue;
-      }
-      softmax_row<F32>(s, s, jn, a, b, 1.0f, mask.softcap, &w.m[size_t(r)], &w.l[size_t(r)], &w.acc[size_t(r * Dv)],
-                       Dv);
-    }
+    softmax_rows<F32>(mask, i0, rows, n, Sq, Sk, j0, jn, jn, w.s.data(), w.s.data(), jn, 1.0f, w.m.data(), w.l.data(),
+                      w.acc.data(), Dv, Dv);
     gemm_nn(n, Dv, jn, w.s.data(), jn, w.v.data(), Dv, w.acc.data(), Dv, true);
   }
   for (int64_t r = 0; r < n; ++r) {
@@ -99,9 +89,7 @@ int64_t task_rows(const xhal_op_call* c) {
 
 void attention_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched) {
   const MaskParams mask = MaskParams::from(c->params);
-  const int64_t group = c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 2] /
-                        std::max<int64_t>(1, c->t[XHAL_SLOT_K]->shape[c->t[XHAL_SLOT_K]->ndim - 2]);
-  const int64_t rows = std::max<int64_t>(8, task_rows(c) / std::max<int64_t>(1, group));
+  const int64_t rows = std::max<int64_t>(8, task_rows(c) / std::max<int64_t>(1, query_group(c)));
   with_element(c->dtype, [&]<class E>() {
     for_each_attention_task<typename E::Storage>(
         seqs, batched, c, rows,

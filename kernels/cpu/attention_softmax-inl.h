@@ -15,6 +15,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/cpu/attention_core.hpp"
 #include "kernels/cpu/simd_element-inl.h"
 #include "kernels/cpu/simd_math-inl.h"
 
@@ -97,6 +98,26 @@ void softmax_row(float* s, typename E::Storage* p, int64_t width, int64_t a, int
     int64_t d = 0;
     for (; d + lanes <= Dv; d += lanes) hn::StoreU(hn::Mul(hn::LoadU(df, acc + d), cv), df, acc + d);
     for (; d < Dv; ++d) acc[d] *= correction;
+  }
+}
+
+// softmax_row for rows [0, n) of a task's score tile, the tile holding keys [j0, j0 + jn): row r is
+// query i0 + r % rows of its head and sees the keys its mask allows; a row that sees none of the
+// tile gets P = 0 over [0, width). Rows of s and p are `stride` elements apart, of acc acc_stride.
+template <class E>
+void softmax_rows(const MaskParams& mask, int64_t i0, int64_t rows, int64_t n, int64_t Sq, int64_t Sk, int64_t j0,
+                  int64_t jn, int64_t width, float* s, typename E::Storage* p, int64_t stride, float pre, float* m,
+                  float* l, float* acc, int64_t acc_stride, int64_t Dv) {
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t lo, hi;
+    mask.visible_range(i0 + r % rows, Sq, Sk, &lo, &hi);
+    const int64_t a = std::clamp(lo - j0, int64_t(0), jn), b = std::clamp(hi - j0, int64_t(0), jn);
+    typename E::Storage* p_row = p + r * stride;
+    if (a >= b) {
+      std::fill(p_row, p_row + width, E::store(0.0f));
+      continue;
+    }
+    softmax_row<E>(s + r * stride, p_row, width, a, b, pre, mask.softcap, m + r, l + r, acc + r * acc_stride, Dv);
   }
 }
 

@@ -19,6 +19,12 @@ struct SequenceSpan {
   int64_t q_begin, Sq, k_begin, Sk;
 };
 
+// Query heads per kv head (GQA's group; 0 when there are no kv heads).
+inline int64_t query_group(const xhal_op_call* c) {
+  const int64_t Hkv = c->t[XHAL_SLOT_K]->shape[c->t[XHAL_SLOT_K]->ndim - 2];
+  return Hkv == 0 ? 0 : c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 2] / Hkv;
+}
+
 // Batched attention (q[B,Sq,Hq,D]): one span per batch entry.
 inline std::vector<SequenceSpan> batched_spans(const xhal_op_call* c) {
   return std::vector<SequenceSpan>(size_t(c->t[XHAL_SLOT_Q]->shape[0]),
