@@ -2,11 +2,14 @@
 // can run out of memory, and has events whose completion the test controls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
 
 #include "core/allocator.hpp"
+#include "xhal/half.hpp"
+#include "xhal/registry.hpp"
 #include "xhal/xhal.hpp"
 
 namespace xhal {
@@ -212,6 +215,42 @@ TEST(MemoryLimit, OutOfMemoryMessageAndRecovery) {
   }
   Tensor after = Tensor::empty({10 << 20}, DType::f32, cpu);  // fits once `keep` is gone
   EXPECT_EQ(after.numel(), 10 << 20);
+}
+
+// A bf16 attention with too little memory left for the packed K and V that its AMX kernel shares
+// among a head's tasks still runs (the kernel then packs per task) and gives the same result, bit
+// for bit. Where that kernel is the one chosen, the refused scratch shows as an out-of-memory event.
+TEST(MemoryLimit, AttentionWithoutRoomForPackedKv) {
+  if (std::getenv("XHAL_MEMORY_LIMIT") == nullptr) GTEST_SKIP() << "needs XHAL_MEMORY_LIMIT=64M";
+  auto& manager = DeviceManager::instance();
+  const Device cpu = Device::cpu();
+  const std::vector<int64_t> shape{1, 1024, 8, 128};  // 2 MiB each in bf16; packed K and V: 4 MiB
+  std::vector<uint16_t> host(size_t(1024 * 8 * 128));
+  uint32_t state = 12345;
+  for (uint16_t& x : host) {
+    state = state * 1664525u + 1013904223u;
+    x = float_to_bf16(float(state >> 8) / float(1 << 24) * 2.0f - 1.0f);
+  }
+  const Tensor q = Tensor::from_host(host.data(), shape, DType::bf16, cpu);
+  const Tensor k = Tensor::from_host(host.data() + 1, {1, 1023, 8, 128}, DType::bf16, cpu);
+  const Tensor v = Tensor::from_host(host.data() + 2, {1, 1023, 8, 128}, DType::bf16, cpu);
+  Tensor roomy = Tensor::empty(shape, DType::bf16, cpu), cramped = Tensor::empty(shape, DType::bf16, cpu);
+  const AttentionParams causal{.causal = true};
+  const registry::Explanation ex = registry::explain([&] { ops::attention(q, k, v, roomy, causal); });
+  const bool amx = std::any_of(ex.candidates.begin(), ex.candidates.end(), [](const registry::Candidate& c) {
+    return c.taken && c.kernel == "cpu.attention_amx";
+  });
+  ops::attention(q, k, v, roomy, causal);
+  const uint64_t ooms_before = manager.memory_status(cpu).num_ooms;
+  {
+    Tensor ballast = Tensor::empty({(52 << 20) / 4}, DType::f32, cpu);  // 62 of 64 MiB in use
+    ops::attention(q, k, v, cramped, causal);
+  }
+  EXPECT_EQ(manager.memory_status(cpu).num_ooms, ooms_before + (amx ? 1 : 0)) << ex.str();
+  std::vector<uint16_t> a(host.size()), b(host.size());
+  roomy.copy_to_host(a.data());
+  cramped.copy_to_host(b.data());
+  EXPECT_EQ(a, b);
 }
 
 // Fault injection (ctest runs this binary with XHAL_FAULT_ALLOC=3 and the filter FaultAlloc.*): the

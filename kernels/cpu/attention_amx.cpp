@@ -1,12 +1,13 @@
 // attention and attention_varlen in bf16 on CPUs with AMX: the BLAS kernel's loop (tasks of up to
 // kRows query rows of one kv head's group, tiles of kKeys keys, online softmax in f32), with both
 // matrix products on the tile unit (TDPBF16PS: bf16 pairs, f32 sums) instead of sgemm, so nothing
-// is widened to f32 first. Per tile, K and V are laid out once for the whole task in the pair-
-// interleaved form the B operand wants; the queries are copied once per task, unscaled (the scale
-// is applied to the f32 scores, so q keeps its bf16 value), and P is rounded to bf16 for P V, as
-// FlashAttention does on GPUs. Rows, keys and head dims are padded with zeros to the tile
-// shapes (32 rows, 32 keys, 32 dims). Registered for bf16 above the BLAS kernel where the CPU has
-// AMX-BF16 and AVX512_BF16 and Linux grants the tile state.
+// is widened to f32 first. K and V are laid out once per (sequence, kv head), before its tasks
+// run, in the pair-interleaved form the B operand wants (per task and tile where no scratch can be
+// had); the queries are copied once per task, unscaled (the scale is applied to the f32 scores,
+// so q keeps its bf16 value), and P is rounded to bf16 for P V, as FlashAttention does on GPUs.
+// Rows, keys and head dims are padded with zeros to the tile shapes (32 rows, 32 keys, 32 dims).
+// Registered for bf16 above the BLAS kernel where the CPU has AMX-BF16 and AVX512_BF16 and Linux
+// grants the tile state.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention_amx.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #if HWY_ARCH_X86
@@ -25,6 +27,7 @@
 #include "kernels/cpu/attention_core.hpp"
 #include "kernels/cpu/attention_softmax-inl.h"
 #include "kernels/cpu/attention_tasks.hpp"
+#include "kernels/cpu/scratch.hpp"
 #include "kernels/cpu/simd_element-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -194,18 +197,18 @@ void pv_amx(const uint16_t* p, const uint16_t* v, float* acc, int64_t n_pad, int
 }
 
 // Query rows [i0, i1) of every query head of one kv head's group (accessors as in
-// attention_tasks.hpp; bf16 storage).
-template <class Q, class K, class V, class O, class L>
+// attention_tasks.hpp; bf16 storage). tiles(j0, jn, jn_pad) gives the packed K and V of keys
+// [j0, j0 + jn) (j0 a multiple of kKeys), zero from Sk on; keys past jn up to jn_pad may be the
+// sequence's next keys, which P leaves out.
+template <class Q, class Tiles, class O, class L>
 void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv,
-                     const MaskParams& mask, Q q, K k, V v, O out, L lse, AmxWorkspace& w) {
+                     const MaskParams& mask, Q q, Tiles tiles, O out, L lse, AmxWorkspace& w) {
   const int64_t rows = i1 - i0, n = group * rows, n_pad = round_up(n, 32);  // row r = g * rows + (i - i0)
   const int64_t D_pad = round_up(D, 32), Dv_pad = round_up(Dv, 32), chunks = D_pad / 32;
   w.q.assign(size_t(n_pad * D_pad), 0);
   for (int64_t g = 0; g < group; ++g) {
     for (int64_t i = i0; i < i1; ++i) std::memcpy(&w.q[size_t((g * rows + i - i0) * D_pad)], q(g, i), size_t(D) * 2);
   }
-  w.k.resize(size_t(kKeys * D_pad));
-  w.v.resize(size_t(kKeys * Dv_pad));
   w.s.resize(size_t(n_pad * kKeys));
   w.p.assign(size_t(n_pad * kKeys), 0);  // padded rows stay 0
   w.acc.assign(size_t(n_pad * Dv_pad), 0.0f);
@@ -216,14 +219,13 @@ void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t 
   int64_t lo_all, hi_all;
   mask.visible_range_of_rows(i0, i1, Sq, Sk, &lo_all, &hi_all);
   amx_configure_16x64();
-  for (int64_t j0 = lo_all; j0 < hi_all; j0 += kKeys) {
+  for (int64_t j0 = lo_all / kKeys * kKeys; j0 < hi_all; j0 += kKeys) {
     const int64_t jn = std::min(kKeys, hi_all - j0), jn_pad = round_up(jn, 32);
-    pack_k(k, j0, jn, jn_pad, D, chunks, w.k.data());
-    pack_v(v, j0, jn, jn_pad, Dv, Dv_pad, w.v.data());
-    scores_amx(w.q.data(), w.k.data(), w.s.data(), n_pad, jn_pad, chunks);
+    const auto [k_tile, v_tile] = tiles(j0, jn, jn_pad);
+    scores_amx(w.q.data(), k_tile, w.s.data(), n_pad, jn_pad, chunks);
     softmax_rows<BF16Native>(mask, i0, rows, n, Sq, Sk, j0, jn, jn_pad, w.s.data(), w.p.data(), kKeys, pre,
                              w.m.data(), w.l.data(), w.acc.data(), Dv_pad, Dv);
-    pv_amx(w.p.data(), w.v.data(), w.acc.data(), n_pad, jn_pad, Dv_pad);
+    pv_amx(w.p.data(), v_tile, w.acc.data(), n_pad, jn_pad, Dv_pad);
   }
   amx_release();
   for (int64_t r = 0; r < n; ++r) {
@@ -233,18 +235,110 @@ void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t 
 }
 #endif  // XHAL_CPU_AVX512
 
+#ifdef XHAL_CPU_AVX512
+// K and V of (sequence, kv head) pairs in B-operand form, packed once for all of a pair's tasks
+// (which would otherwise each pack every tile they see: 8 tasks of 256 rows per head at 2048
+// tokens). A pair's tiles start at the first tile any of its rows sees; tile t holds K then V.
+class PackedPairs {
+ public:
+  // Scratch for packed pairs at most: a batch whose K and V exceed it is done in groups of pairs.
+  static constexpr int64_t kBudgetBytes = int64_t(64) << 20;
+
+  PackedPairs(const AttentionRows<uint16_t>& at, const MaskParams& mask)
+      : at_(at), D_pad_(round_up(at.q.size(-1), 32)), Dv_pad_(round_up(at.v.size(-1), 32)) {
+    const int64_t Hkv = at.kv_heads();
+    for (int64_t b = 0; b < int64_t(at.seqs.size()); ++b) {
+      const SequenceSpan& seq = at.seqs[size_t(b)];
+      int64_t lo, hi;
+      mask.visible_range_of_rows(0, seq.Sq, seq.Sq, seq.Sk, &lo, &hi);
+      const int64_t t0 = lo / kKeys, t1 = lo < hi ? (hi + kKeys - 1) / kKeys : t0;
+      for (int64_t h = 0; h < Hkv; ++h) pairs_.push_back({b, h, t0, t1, hi, 0});
+    }
+  }
+  int64_t count() const { return int64_t(pairs_.size()); }
+  int64_t tile_elems() const { return kKeys * (D_pad_ + Dv_pad_); }
+  int64_t pair_bytes(int64_t p) const { return (pairs_[size_t(p)].t1 - pairs_[size_t(p)].t0) * tile_elems() * 2; }
+
+  // Packs pairs [p0, p1) into dst (their pair_bytes in all), their tiles in parallel.
+  void pack(int64_t p0, int64_t p1, uint16_t* dst) {
+    std::vector<std::pair<int64_t, int64_t>> jobs;  // (pair, tile)
+    int64_t offset = 0;
+    for (int64_t p = p0; p < p1; ++p) {
+      Pair& pr = pairs_[size_t(p)];
+      pr.base = dst + offset;
+      offset += pair_bytes(p) / 2;
+      for (int64_t t = pr.t0; t < pr.t1; ++t) jobs.push_back({p, t});
+    }
+    const int64_t D = at_.q.size(-1), Dv = at_.v.size(-1);
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t n = 0; n < int64_t(jobs.size()); ++n) {
+      const auto [p, t] = jobs[size_t(n)];
+      const Pair& pr = pairs_[size_t(p)];
+      const int64_t j0 = t * kKeys, jn = std::min(kKeys, pr.hi - j0), jn_pad = round_up(jn, 32);
+      uint16_t* k_tile = pr.base + (t - pr.t0) * tile_elems();
+      pack_k([&](int64_t j) { return at_.key(pr.seq, j, pr.hkv); }, j0, jn, jn_pad, D, D_pad_ / 32, k_tile);
+      pack_v([&](int64_t j) { return at_.value(pr.seq, j, pr.hkv); }, j0, jn, jn_pad, Dv, Dv_pad_,
+             k_tile + kKeys * D_pad_);
+    }
+  }
+  // Pair p's packed K and V of the tile starting at key j0 (after pack).
+  std::pair<const uint16_t*, const uint16_t*> tile(int64_t p, int64_t j0) const {
+    const Pair& pr = pairs_[size_t(p)];
+    const uint16_t* k_tile = pr.base + (j0 / kKeys - pr.t0) * tile_elems();
+    return {k_tile, k_tile + kKeys * D_pad_};
+  }
+
+ private:
+  struct Pair {
+    int64_t seq, hkv, t0, t1, hi;  // tiles [t0, t1); keys below hi
+    uint16_t* base;
+  };
+  const AttentionRows<uint16_t>& at_;
+  int64_t D_pad_, Dv_pad_;
+  std::vector<Pair> pairs_;
+};
+#endif  // XHAL_CPU_AVX512
+
 // False where this target has no AVX-512 (the kernel's `supports` keeps it from running there).
 bool attention_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched) {
 #ifdef XHAL_CPU_AVX512
   const MaskParams mask = MaskParams::from(c->params);
+  const AttentionRows<uint16_t> at(c, seqs, batched);
   const int64_t rows = std::max<int64_t>(8, kRows / std::max<int64_t>(1, query_group(c)));
-  for_each_attention_task<uint16_t>(
-      seqs, batched, c, rows,
-      [&](int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, auto q, auto k, auto v,
-          auto out, auto lse) {
-        thread_local AmxWorkspace w;
-        attend_tile_amx(g, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse, w);
-      });
+  PackedPairs packed(at, mask);
+  // Groups of pairs whose packed K and V fit the budget (a pair larger than it alone), all in one
+  // scratch; where the allocator has none to give, each task packs the tiles it sees instead.
+  std::vector<std::pair<int64_t, int64_t>> groups;
+  int64_t scratch_bytes = 0;
+  for (int64_t p0 = 0, p1; p0 < packed.count(); p0 = p1) {
+    int64_t bytes = packed.pair_bytes(p0);
+    for (p1 = p0 + 1; p1 < packed.count() && bytes + packed.pair_bytes(p1) <= PackedPairs::kBudgetBytes; ++p1) {
+      bytes += packed.pair_bytes(p1);
+    }
+    groups.push_back({p0, p1});
+    scratch_bytes = std::max(scratch_bytes, bytes);
+  }
+  const Scratch scratch(c, size_t(scratch_bytes));
+  const bool pack_once = scratch.data() != nullptr;
+  for (const auto [p0, p1] : groups) {
+    if (pack_once) packed.pack(p0, p1, static_cast<uint16_t*>(scratch.data()));
+    for_each_attention_task_of_pairs(
+        at, rows, p0, p1,
+        [&](int64_t pair, int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, auto q,
+            auto k, auto v, auto out, auto lse) {
+          thread_local AmxWorkspace w;
+          const auto tiles = [&](int64_t j0, int64_t jn, int64_t jn_pad) {
+            if (pack_once) return packed.tile(pair, j0);
+            const int64_t D_pad = round_up(D, 32), Dv_pad = round_up(Dv, 32);
+            w.k.resize(size_t(kKeys * D_pad));
+            w.v.resize(size_t(kKeys * Dv_pad));
+            pack_k(k, j0, jn, jn_pad, D, D_pad / 32, w.k.data());
+            pack_v(v, j0, jn, jn_pad, Dv, Dv_pad, w.v.data());
+            return std::pair<const uint16_t*, const uint16_t*>(w.k.data(), w.v.data());
+          };
+          attend_tile_amx(g, i0, i1, Sq, Sk, D, Dv, mask, q, tiles, out, lse, w);
+        });
+  }
   return true;
 #else
   (void)c, (void)seqs, (void)batched;

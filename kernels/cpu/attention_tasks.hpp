@@ -62,31 +62,67 @@ inline xhal_status varlen_spans(const xhal_op_call* c, char* msg, size_t len, st
   return XHAL_OK;
 }
 
-// Calls core(group, i0, i1, Sq, Sk, D, Dv, q, k, v, out, lse) for every task in parallel, with
-// accessors q(g, i), k(j), v(j), out(g, i) (row pointers of query head g of the task's group, key
-// j) and lse(g, i) (float* or nullptr). `query_rows`: rows per task.
+// The op's rows by (sequence, token of it, head): batched tensors have a leading batch dim, packed
+// (varlen) ones do not.
+template <class S>
+struct AttentionRows {
+  TensorRef<const S> q, k, v;
+  TensorRef<S> out;
+  TensorRef<float> lse;
+  const std::vector<SequenceSpan>& seqs;
+  bool batched;
+
+  AttentionRows(const xhal_op_call* c, const std::vector<SequenceSpan>& spans, bool is_batched)
+      : q(c->t[XHAL_SLOT_Q]),
+        k(c->t[XHAL_SLOT_K]),
+        v(c->t[XHAL_SLOT_V]),
+        out(c->t[XHAL_SLOT_OUT]),
+        lse(c->t[XHAL_SLOT_LSE]),
+        seqs(spans),
+        batched(is_batched) {}
+  int64_t kv_heads() const { return k.size(-2); }
+  int64_t group() const { return q.size(-2) / k.size(-2); }
+  // Rows are query rows i or key rows j within sequence `seq`.
+  const S* query(int64_t seq, int64_t i, int64_t head) const { return row(q, seq, seqs[size_t(seq)].q_begin + i, head); }
+  const S* key(int64_t seq, int64_t j, int64_t head) const { return row(k, seq, seqs[size_t(seq)].k_begin + j, head); }
+  const S* value(int64_t seq, int64_t j, int64_t head) const {
+    return row(v, seq, seqs[size_t(seq)].k_begin + j, head);
+  }
+  S* output(int64_t seq, int64_t i, int64_t head) const { return row(out, seq, seqs[size_t(seq)].q_begin + i, head); }
+  float* lse_of(int64_t seq, int64_t i, int64_t head) const {
+    if (!lse) return nullptr;
+    return batched ? lse.at(seq, head, i) : lse.at(head, seqs[size_t(seq)].q_begin + i);
+  }
+
+ private:
+  template <class T>
+  T* row(const TensorRef<T>& ref, int64_t seq, int64_t token, int64_t head) const {
+    return batched ? ref.at(seq, token, head, 0) : ref.at(token, head, 0);
+  }
+};
+
+// Calls core(pair, group, i0, i1, Sq, Sk, D, Dv, q, k, v, out, lse) in parallel for every task of
+// the (sequence, kv head) pairs [pair0, pair1) (pair = sequence * Hkv + kv head), with accessors
+// q(g, i), k(j), v(j), out(g, i) (row pointers of query head g of the task's group, key j) and
+// lse(g, i) (float* or nullptr). `query_rows`: rows per task.
 template <class S, class Core>
-void for_each_attention_task(const std::vector<SequenceSpan>& seqs, bool batched, const xhal_op_call* c,
-                             int64_t query_rows, Core core) {
-  const TensorRef<const S> q(c->t[XHAL_SLOT_Q]), k(c->t[XHAL_SLOT_K]), v(c->t[XHAL_SLOT_V]);
-  const TensorRef<S> out(c->t[XHAL_SLOT_OUT]);
-  const TensorRef<float> lse(c->t[XHAL_SLOT_LSE]);
-  const int64_t Hq = q.size(-2), Hkv = k.size(-2), D = q.size(-1), Dv = v.size(-1);
-  if (Hq == 0) return;
-  const int64_t group = Hq / Hkv;
+void for_each_attention_task_of_pairs(const AttentionRows<S>& at, int64_t query_rows, int64_t pair0, int64_t pair1,
+                                      Core core) {
+  const int64_t Hkv = at.kv_heads(), D = at.q.size(-1), Dv = at.v.size(-1);
+  if (at.q.size(-2) == 0) return;
+  const int64_t group = at.group();
   struct Task {
     int64_t seq, hkv, i0;
   };
   std::vector<Task> tasks;
-  for (int64_t b = 0; b < int64_t(seqs.size()); ++b) {
-    for (int64_t h = 0; h < Hkv; ++h) {
-      for (int64_t i0 = 0; i0 < seqs[size_t(b)].Sq; i0 += query_rows) tasks.push_back({b, h, i0});
-    }
+  for (int64_t pair = pair0; pair < pair1; ++pair) {
+    const int64_t b = pair / Hkv, h = pair % Hkv;
+    for (int64_t i0 = 0; i0 < at.seqs[size_t(b)].Sq; i0 += query_rows) tasks.push_back({b, h, i0});
   }
   // Largest first, so that the threads' last tasks end close together: a task's rows times the keys
   // its last row may see under a causal mask (rows late in a sequence see the most).
   const auto cost = [&](const Task& t) {
-    const SequenceSpan& seq = seqs[size_t(t.seq)];
+    const SequenceSpan& seq = at.seqs[size_t(t.seq)];
     const int64_t i1 = std::min(t.i0 + query_rows, seq.Sq);
     return (i1 - t.i0) * std::min(seq.Sk, i1 + seq.Sk - seq.Sq);
   };
@@ -94,23 +130,23 @@ void for_each_attention_task(const std::vector<SequenceSpan>& seqs, bool batched
 #pragma omp parallel for schedule(dynamic)
   for (int64_t t = 0; t < int64_t(tasks.size()); ++t) {
     const Task task = tasks[size_t(t)];
-    const SequenceSpan& seq = seqs[size_t(task.seq)];
-    const int64_t b = batched ? task.seq : 0;
-    const int64_t hq0 = task.hkv * group;
-    // Batched tensors have a leading batch dim, packed ones do not.
-    auto row = [&](const auto& ref, int64_t token, int64_t head) {
-      return batched ? ref.at(b, token, head, 0) : ref.at(token, head, 0);
-    };
-    core(group, task.i0, std::min(task.i0 + query_rows, seq.Sq), seq.Sq, seq.Sk, D, Dv,
-         [&](int64_t g, int64_t i) { return row(q, seq.q_begin + i, hq0 + g); },
-         [&](int64_t j) { return row(k, seq.k_begin + j, task.hkv); },
-         [&](int64_t j) { return row(v, seq.k_begin + j, task.hkv); },
-         [&](int64_t g, int64_t i) { return row(out, seq.q_begin + i, hq0 + g); },
-         [&](int64_t g, int64_t i) -> float* {
-           if (!lse) return nullptr;
-           return batched ? lse.at(b, hq0 + g, i) : lse.at(hq0 + g, seq.q_begin + i);
-         });
+    const SequenceSpan& seq = at.seqs[size_t(task.seq)];
+    const int64_t b = task.seq, hq0 = task.hkv * group;
+    core(b * Hkv + task.hkv, group, task.i0, std::min(task.i0 + query_rows, seq.Sq), seq.Sq, seq.Sk, D, Dv,
+         [&](int64_t g, int64_t i) { return at.query(b, i, hq0 + g); },
+         [&](int64_t j) { return at.key(b, j, task.hkv); }, [&](int64_t j) { return at.value(b, j, task.hkv); },
+         [&](int64_t g, int64_t i) { return at.output(b, i, hq0 + g); },
+         [&](int64_t g, int64_t i) { return at.lse_of(b, i, hq0 + g); });
   }
+}
+
+// for_each_attention_task_of_pairs over every pair, core called without the pair.
+template <class S, class Core>
+void for_each_attention_task(const std::vector<SequenceSpan>& seqs, bool batched, const xhal_op_call* c,
+                             int64_t query_rows, Core core) {
+  const AttentionRows<S> at(c, seqs, batched);
+  for_each_attention_task_of_pairs(at, query_rows, 0, int64_t(seqs.size()) * at.kv_heads(),
+                                   [&](int64_t, auto&&... args) { core(args...); });
 }
 
 }  // namespace xhal::cpu

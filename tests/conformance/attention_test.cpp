@@ -42,6 +42,7 @@ const std::vector<AttnCase> kDenseCases = {
     {1, 129, 7, 4, 1, 128, 128, {.causal = true}},               // Sq > Sk: first rows see nothing
     {1, 33, 129, 16, 2, 128, 64, {}, false, kHeadsFirst},        // Dv != D, GQA 8, no lse
     {1, 65, 65, 2, 2, 256, 256, {.causal = true, .window_left = 16}},
+    {1, 600, 600, 4, 2, 64, 64, {.causal = true, .window_left = 300}},  // windows starting mid-tile
     {1, 40, 70, 3, 1, 64, 64, {.window_left = 5, .window_right = 3}},
     {2, 17, 17, 4, 1, 128, 128, {.scale = 0.3f, .causal = true, .softcap = 5.0f}},
     {1, 1000, 1000, 1, 1, 64, 64, {.causal = true}},
