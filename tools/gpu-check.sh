@@ -6,7 +6,9 @@
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
 # trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels, when
 # tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along; CPU_BEFORE_AFTER=N adds N rounds of
-# tools/cpu-before-after.sh), cpu_peers (with cpu: the PyTorch comparison on the CPU). The CUDA
+# tools/cpu-before-after.sh; CPU_AB_PLUGIN=DIR adds CPU_AB_ROUNDS (2) rounds of xhal-bench with
+# CPU_BENCH_FILTER, a cpu plugin in DIR (libxhal_cpu.so built here from another commit, carried)
+# alternated with this build's), cpu_peers (with cpu: the PyTorch comparison on the CPU). The CUDA
 # build runs unless only cpu stages are asked for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -175,6 +177,19 @@ if want cpu; then
         ${CPU_BENCH_FILTER:+--benchmark_filter=$CPU_BENCH_FILTER} >"$out/cpu-bench.txt" 2>&1
       note "xhal-bench cpu: exit $?"
       grep -E "_median" "$out/cpu-bench.txt" | sed -E 's/_median//; s/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
+      if [ -n "${CPU_AB_PLUGIN:-}" ]; then
+        for round in $(seq "${CPU_AB_ROUNDS:-2}"); do
+          for side in before after; do
+            plugin_dir=$cpu_build/lib
+            [ $side = before ] && plugin_dir=$(realpath "$CPU_AB_PLUGIN")
+            XHAL_PLUGIN_PATH=$plugin_dir "$cpu_build/bin/xhal-bench" --device cpu --benchmark_repetitions=3 \
+              --benchmark_report_aggregates_only=true ${CPU_BENCH_FILTER:+--benchmark_filter=$CPU_BENCH_FILTER} \
+              >"$out/cpu-ab-$round-$side.txt" 2>&1
+            note "cpu A/B round $round, $side: exit $?"
+            grep -E "_median" "$out/cpu-ab-$round-$side.txt" | sed -E 's/_median//; s/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
+          done
+        done
+      fi
       if want cpu_peers && python3 -c "import torch" 2>/dev/null; then
         PYTHONUNBUFFERED=1 timeout 500 python3 bench/peers/torch_compare.py --device cpu \
           --lib "$cpu_build/lib/libxhal.so" $quick --json "$out/cpu-peers.json" >"$out/cpu-peers.txt" 2>&1
