@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <set>
 
 #include "core/allocator.hpp"
@@ -226,11 +227,9 @@ TEST(MemoryLimit, AttentionWithoutRoomForPackedKv) {
   const Device cpu = Device::cpu();
   const std::vector<int64_t> shape{1, 1024, 8, 128};  // 2 MiB each in bf16; packed K and V: 4 MiB
   std::vector<uint16_t> host(size_t(1024 * 8 * 128));
-  uint32_t state = 12345;
-  for (uint16_t& x : host) {
-    state = state * 1664525u + 1013904223u;
-    x = float_to_bf16(float(state >> 8) / float(1 << 24) * 2.0f - 1.0f);
-  }
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (uint16_t& x : host) x = float_to_bf16(dist(rng));
   const Tensor q = Tensor::from_host(host.data(), shape, DType::bf16, cpu);
   const Tensor k = Tensor::from_host(host.data() + 1, {1, 1023, 8, 128}, DType::bf16, cpu);
   const Tensor v = Tensor::from_host(host.data() + 2, {1, 1023, 8, 128}, DType::bf16, cpu);

@@ -542,41 +542,35 @@ def print_table(ctx, device_name):
         print(f"  {text}")
 
 
-def cuda_cases(ctx, d, quick):
-    section(ctx, "ceilings", "copy 1 GiB, matmul 8192^3", measure_ceilings)
-    shapes = [(16384 // d, 4096), (65536 // d, 8192)]
+def case_shapes(d, quick):
+    """The sizes each op runs at: the elementwise ops' [M, N], rope's tokens, attention's (B, H, S),
+    paged decode's (B, context) and linear's (M, N, K). On the CPU those of xhal-bench's CPU cases
+    (elementwise tensors of 256 MiB, far beyond the last-level cache)."""
+    if on_cuda():
+        return dict(elementwise=[(16384 // d, 4096), (65536 // d, 8192)], rope=[16384 // d, 65536 // d],
+                    attention=(4, 32, 1024 if quick else 4096), paged=(64, 4096 // d),
+                    linear=[(8192 // d, 8192, 8192)])
+    return dict(elementwise=[(16384 // d, 8192)], rope=[16384 // d],
+                attention=(1, 16, 512 if quick else 2048), paged=(16, 4096 // d),
+                linear=[(4096 // d, 4096, 4096), (1, 28672, 4096)])  # the last: a decode step
+
+
+def run_cases(ctx, shapes):
+    section(ctx, "ceilings", f"copy 1 GiB, matmul {ctx.gemm_n}^3", measure_ceilings)
     for op, case in (("rms_norm", case_rms_norm), ("fused_add_rms_norm", case_fused_add),
                      ("swiglu", case_swiglu)):
-        for M, N in shapes:
+        for M, N in shapes["elementwise"]:
             section(ctx, op, f"{M}x{N}", case, M, N)
-    for T in (16384 // d, 65536 // d):
+    for T in shapes["rope"]:
         section(ctx, "rope_neox", f"T{T} H32/8 D128", case_rope, T)
-    S = 1024 if quick else 4096
+    B, H, S = shapes["attention"]
     for causal in (True, False):
-        section(ctx, "attention", f"B4 H32 S{S} D128 {'causal' if causal else 'full'}",
-                case_attention, 4, 32, S, 128, causal)
-    L = 4096 // d
-    section(ctx, "paged_attention", f"B64 H32/8 L{L} D128", case_paged, 64, 32, 8, L, 128)
-    M = 8192 // d
-    section(ctx, "linear", f"{M}x8192x8192+b", case_linear, M, 8192, 8192)
-
-
-def cpu_cases(ctx, d, quick):
-    """xhal-bench's CPU shapes: elementwise tensors of 256 MiB, far beyond the last-level cache."""
-    section(ctx, "ceilings", "copy 1 GiB, matmul 4096^3", measure_ceilings)
-    for op, case in (("rms_norm", case_rms_norm), ("fused_add_rms_norm", case_fused_add),
-                     ("swiglu", case_swiglu)):
-        section(ctx, op, f"{16384 // d}x8192", case, 16384 // d, 8192)
-    section(ctx, "rope_neox", f"T{16384 // d} H32/8 D128", case_rope, 16384 // d)
-    S = 512 if quick else 2048
-    for causal in (True, False):
-        section(ctx, "attention", f"B1 H16 S{S} D128 {'causal' if causal else 'full'}",
-                case_attention, 1, 16, S, 128, causal)
-    L = 4096 // d
-    section(ctx, "paged_attention", f"B16 H32/8 L{L} D128", case_paged, 16, 32, 8, L, 128)
-    M = 4096 // d
-    section(ctx, "linear", f"{M}x4096x4096+b", case_linear, M, 4096, 4096)
-    section(ctx, "linear", "1x28672x4096+b", case_linear, 1, 28672, 4096)  # a decode step
+        section(ctx, "attention", f"B{B} H{H} S{S} D128 {'causal' if causal else 'full'}",
+                case_attention, B, H, S, 128, causal)
+    B, L = shapes["paged"]
+    section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
+    for M, N, K in shapes["linear"]:
+        section(ctx, "linear", f"{M}x{N}x{K}+b", case_linear, M, N, K)
 
 
 def cpu_model():
@@ -617,7 +611,7 @@ def main():
                  f"{args.lib}? build/bin/xhal-info says why a plugin did not load")
     ctx = Context(xhal, Bench(iters=5 if args.quick else (20 if on_cuda() else 10), warmup=3))
     print(f"{device_name}; {about}; xhal devices {devices}", flush=True)
-    (cuda_cases if on_cuda() else cpu_cases)(ctx, 8 if args.quick else 1, args.quick)
+    run_cases(ctx, case_shapes(8 if args.quick else 1, args.quick))
 
     print_table(ctx, device_name)
     if args.json:

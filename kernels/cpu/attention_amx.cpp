@@ -241,32 +241,40 @@ void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t 
 // tokens). A pair's tiles start at the first tile any of its rows sees; tile t holds K then V.
 class PackedPairs {
  public:
-  // Scratch for packed pairs at most: a batch whose K and V exceed it is done in groups of pairs.
-  static constexpr int64_t kBudgetBytes = int64_t(64) << 20;
-
   PackedPairs(const AttentionRows<uint16_t>& at, const MaskParams& mask)
       : at_(at), D_pad_(round_up(at.q.size(-1), 32)), Dv_pad_(round_up(at.v.size(-1), 32)) {
-    const int64_t Hkv = at.kv_heads();
     for (int64_t b = 0; b < int64_t(at.seqs.size()); ++b) {
       const SequenceSpan& seq = at.seqs[size_t(b)];
       int64_t lo, hi;
       mask.visible_range_of_rows(0, seq.Sq, seq.Sq, seq.Sk, &lo, &hi);
       const int64_t t0 = lo / kKeys, t1 = lo < hi ? (hi + kKeys - 1) / kKeys : t0;
-      for (int64_t h = 0; h < Hkv; ++h) pairs_.push_back({b, h, t0, t1, hi, 0});
+      for (int64_t h = 0; h < at.kv_heads(); ++h) pairs_.push_back({b, h, t0, t1, hi, nullptr});
     }
   }
-  int64_t count() const { return int64_t(pairs_.size()); }
-  int64_t tile_elems() const { return kKeys * (D_pad_ + Dv_pad_); }
-  int64_t pair_bytes(int64_t p) const { return (pairs_[size_t(p)].t1 - pairs_[size_t(p)].t0) * tile_elems() * 2; }
+
+  // Consecutive pairs [p0, p1) whose packed K and V together fit in kBudgetBytes (a pair larger
+  // than that alone), so that the scratch does not grow with the batch; and the largest group's
+  // bytes, the scratch they need.
+  std::vector<std::pair<int64_t, int64_t>> groups(int64_t* scratch_bytes) const {
+    constexpr int64_t kBudgetBytes = int64_t(64) << 20;
+    std::vector<std::pair<int64_t, int64_t>> out;
+    *scratch_bytes = 0;
+    for (int64_t p0 = 0, p1; p0 < count(); p0 = p1) {
+      int64_t bytes = pair_bytes(p0);
+      for (p1 = p0 + 1; p1 < count() && bytes + pair_bytes(p1) <= kBudgetBytes; ++p1) bytes += pair_bytes(p1);
+      out.push_back({p0, p1});
+      *scratch_bytes = std::max(*scratch_bytes, bytes);
+    }
+    return out;
+  }
 
   // Packs pairs [p0, p1) into dst (their pair_bytes in all), their tiles in parallel.
   void pack(int64_t p0, int64_t p1, uint16_t* dst) {
     std::vector<std::pair<int64_t, int64_t>> jobs;  // (pair, tile)
-    int64_t offset = 0;
     for (int64_t p = p0; p < p1; ++p) {
       Pair& pr = pairs_[size_t(p)];
-      pr.base = dst + offset;
-      offset += pair_bytes(p) / 2;
+      pr.base = dst;
+      dst += (pr.t1 - pr.t0) * tile_elems();
       for (int64_t t = pr.t0; t < pr.t1; ++t) jobs.push_back({p, t});
     }
     const int64_t D = at_.q.size(-1), Dv = at_.v.size(-1);
@@ -275,24 +283,33 @@ class PackedPairs {
       const auto [p, t] = jobs[size_t(n)];
       const Pair& pr = pairs_[size_t(p)];
       const int64_t j0 = t * kKeys, jn = std::min(kKeys, pr.hi - j0), jn_pad = round_up(jn, 32);
-      uint16_t* k_tile = pr.base + (t - pr.t0) * tile_elems();
+      uint16_t* k_tile = tile_of(p, t);
       pack_k([&](int64_t j) { return at_.key(pr.seq, j, pr.hkv); }, j0, jn, jn_pad, D, D_pad_ / 32, k_tile);
       pack_v([&](int64_t j) { return at_.value(pr.seq, j, pr.hkv); }, j0, jn, jn_pad, Dv, Dv_pad_,
              k_tile + kKeys * D_pad_);
     }
   }
-  // Pair p's packed K and V of the tile starting at key j0 (after pack).
+
+  // Pair p's packed K and V of the tile starting at key j0 (once pack has placed the pair).
   std::pair<const uint16_t*, const uint16_t*> tile(int64_t p, int64_t j0) const {
-    const Pair& pr = pairs_[size_t(p)];
-    const uint16_t* k_tile = pr.base + (j0 / kKeys - pr.t0) * tile_elems();
+    const uint16_t* k_tile = tile_of(p, j0 / kKeys);
     return {k_tile, k_tile + kKeys * D_pad_};
   }
 
  private:
   struct Pair {
     int64_t seq, hkv, t0, t1, hi;  // tiles [t0, t1); keys below hi
-    uint16_t* base;
+    uint16_t* base;                // where pack put tile t0
   };
+  int64_t count() const { return int64_t(pairs_.size()); }
+  uint16_t* tile_of(int64_t p, int64_t t) const {  // K, then V, of pair p's tile t
+    return pairs_[size_t(p)].base + (t - pairs_[size_t(p)].t0) * tile_elems();
+  }
+  int64_t tile_elems() const { return kKeys * (D_pad_ + Dv_pad_); }
+  int64_t pair_bytes(int64_t p) const {
+    return (pairs_[size_t(p)].t1 - pairs_[size_t(p)].t0) * tile_elems() * int64_t(sizeof(uint16_t));
+  }
+
   const AttentionRows<uint16_t>& at_;
   int64_t D_pad_, Dv_pad_;
   std::vector<Pair> pairs_;
@@ -306,18 +323,9 @@ bool attention_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs,
   const AttentionRows<uint16_t> at(c, seqs, batched);
   const int64_t rows = std::max<int64_t>(8, kRows / std::max<int64_t>(1, query_group(c)));
   PackedPairs packed(at, mask);
-  // Groups of pairs whose packed K and V fit the budget (a pair larger than it alone), all in one
-  // scratch; where the allocator has none to give, each task packs the tiles it sees instead.
-  std::vector<std::pair<int64_t, int64_t>> groups;
-  int64_t scratch_bytes = 0;
-  for (int64_t p0 = 0, p1; p0 < packed.count(); p0 = p1) {
-    int64_t bytes = packed.pair_bytes(p0);
-    for (p1 = p0 + 1; p1 < packed.count() && bytes + packed.pair_bytes(p1) <= PackedPairs::kBudgetBytes; ++p1) {
-      bytes += packed.pair_bytes(p1);
-    }
-    groups.push_back({p0, p1});
-    scratch_bytes = std::max(scratch_bytes, bytes);
-  }
+  int64_t scratch_bytes;
+  const std::vector<std::pair<int64_t, int64_t>> groups = packed.groups(&scratch_bytes);
+  // Where the allocator has no scratch to give, each task packs the tiles it sees instead.
   const Scratch scratch(c, size_t(scratch_bytes));
   const bool pack_once = scratch.data() != nullptr;
   for (const auto [p0, p1] : groups) {

@@ -40,17 +40,18 @@ std::string apply_cpu_disable(const char* list) {
   std::stringstream names(list != nullptr ? list : "");
   for (std::string name; std::getline(names, name, ',');) {
     if (name.empty()) continue;
-    if (name == "amx" || name == "avx512") g_amx_disabled = true;  // AMX's kernels use AVX-512 too
     if (name == "avx512_bf16") {
       g_bf16_disabled = true;
     } else if (name == "amx") {
-#if defined(XHAL_HAVE_HIGHWAY)
+      g_amx_disabled = true;
     } else if (name == "avx512") {
+      g_amx_disabled = true;  // the AMX kernels use AVX-512 too
+#if defined(XHAL_HAVE_HIGHWAY)
       hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
     } else if (name == "avx2") {
       hwy::DisableTargets(HWY_AVX2);
 #else
-    } else if (name == "avx512" || name == "avx2") {  // nothing to disable without Highway
+    } else if (name == "avx2") {  // nothing to disable without Highway
 #endif
     } else {
       unknown += (unknown.empty() ? "" : ",") + name;
