@@ -4,12 +4,12 @@
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
-# trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels, when
-# tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along; CPU_BEFORE_AFTER=N adds N rounds of
-# tools/cpu-before-after.sh; CPU_AB_PLUGIN=DIR adds CPU_AB_ROUNDS (2) rounds of xhal-bench with
-# CPU_BENCH_FILTER, a cpu plugin in DIR (libxhal_cpu.so built here from another commit, carried)
-# alternated with this build's), cpu_peers (with cpu: the PyTorch comparison on the CPU). The CUDA
-# build runs unless only cpu stages are asked for.
+# trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels and
+# xhal-cpu-read-bound, when tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along;
+# CPU_BEFORE_AFTER=N adds N rounds of tools/cpu-before-after.sh; CPU_AB_PLUGIN=DIR adds
+# CPU_AB_ROUNDS (2) rounds of xhal-bench with CPU_BENCH_FILTER, a cpu plugin in DIR (libxhal_cpu.so
+# built here from another commit, carried) alternated with this build's), cpu_peers (with cpu: the
+# PyTorch comparison on the CPU). The CUDA build runs unless only cpu stages are asked for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -163,7 +163,7 @@ if want cpu; then
          -DXHAL_OPENBLAS_LIBRARY="$libs/openblas-openmp/libopenblas.so" \
          -DXHAL_OPENBLAS_INCLUDE="$deps/include/$arch/openblas-openmp" ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} \
          >"$out/cpu-configure.log" 2>&1 &&
-       cmake --build "$cpu_build" -j"$(nproc)" --target xhal xhal_cpu xhal_conformance xhal_bench xhal_info llama_block \
+       cmake --build "$cpu_build" -j"$(nproc)" --target xhal xhal_cpu xhal_conformance xhal_bench xhal_cpu_read_bound xhal_info llama_block \
          >"$out/cpu-build.log" 2>&1; then
       note "cpu build: ok in $(( $(date +%s) - start )) s"
       lscpu | grep -E "Model name|^CPU\(s\)|L3" | tr -s ' ' | tee "$out/lscpu.txt"
@@ -177,6 +177,9 @@ if want cpu; then
         ${CPU_BENCH_FILTER:+--benchmark_filter=$CPU_BENCH_FILTER} >"$out/cpu-bench.txt" 2>&1
       note "xhal-bench cpu: exit $?"
       grep -E "_median" "$out/cpu-bench.txt" | sed -E 's/_median//; s/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
+      "$cpu_build/bin/xhal-cpu-read-bound" >"$out/cpu-read-bound.txt" 2>&1
+      note "xhal-cpu-read-bound: exit $?"
+      grep -E "^(ceiling|read)" "$out/cpu-read-bound.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
       if [ -n "${CPU_AB_PLUGIN:-}" ]; then
         for round in $(seq "${CPU_AB_ROUNDS:-2}"); do
           for side in before after; do
