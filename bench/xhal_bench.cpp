@@ -23,6 +23,9 @@
 #if defined(XHAL_BENCH_BLAS)
 #include <cblas.h>
 #endif
+#if defined(XHAL_BENCH_READ_BOUND)
+#include "bench/cpu_read_bound.hpp"
+#endif
 
 #include "xhal/xhal.hpp"
 
@@ -351,6 +354,40 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         });
   };
   add_paged(s.paged_batch, s.paged_ctx);
+#if defined(XHAL_BENCH_READ_BOUND)
+  // The CPU's bound for that case: its cache read block by block in the table's order (each entry's
+  // K block, then its V block) with 0-8 f32 FMAs per vector and nothing else
+  // (bench/cpu_read_bound.cpp). The op's own count per vector: Hq / Hkv multiply-adds for each of
+  // the 4 / e cached elements per f32 lane, 8 for bf16.
+  if (dev.type == xhal::DeviceType::cpu) {
+    const int64_t block = 16, num_blocks = s.paged_batch * (s.paged_ctx / block);
+    const int64_t block_bytes = block * Hkv * D * int64_t(e);
+    for (int fmas : {0, 2, 4, 8}) {
+      for (bool prefetch : {false, true}) {
+        add(fmt::format("read_bound/B{}_Hq{}_Hkv{}_ctx{}_D{}/fmas:{}/prefetch:{}/{}", s.paged_batch, Hq, Hkv,
+                        s.paged_ctx, D, fmas, int(prefetch), tn),
+            2.0 * double(num_blocks * block_bytes), 0, Bound::memory, [=] {
+              std::vector<int32_t> table(static_cast<size_t>(num_blocks));
+              std::iota(table.begin(), table.end(), 0);
+              std::shuffle(table.begin(), table.end(), std::mt19937(7));
+              Tensor kc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
+              Tensor vc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
+              std::vector<const char*> order;
+              for (int32_t b : table) {
+                for (const Tensor* cache : {&kc, &vc}) {
+                  order.push_back(static_cast<const char*>(cache->data()) + b * block_bytes);
+                }
+              }
+              return std::function<void()>([=] {
+                benchmark::DoNotOptimize(
+                    xhal_bench::read_blocks(order.data(), int64_t(order.size()), block_bytes, fmas, prefetch));
+                (void)kc, (void)vc;  // the cache lives as long as the call
+              });
+            });
+      }
+    }
+  }
+#endif
   // One long sequence (one user's long document): all parallelism comes from splitting its keys.
   add_paged(1, s.paged_long_ctx);
   // One short sequence (one user's chat turn): a latency case, its cache resident after the first

@@ -4,8 +4,8 @@
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
-# trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels and
-# xhal-cpu-read-bound, when tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along;
+# trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels and xhal-bench's
+# read_bound cases, when tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along;
 # CPU_BEFORE_AFTER=N adds N rounds of tools/cpu-before-after.sh; CPU_AB_PLUGIN=DIR adds
 # CPU_AB_ROUNDS (2) rounds of xhal-bench with CPU_BENCH_FILTER, a cpu plugin in DIR (libxhal_cpu.so
 # built here from another commit, carried) alternated with this build's), cpu_peers (with cpu: the
@@ -163,7 +163,7 @@ if want cpu; then
          -DXHAL_OPENBLAS_LIBRARY="$libs/openblas-openmp/libopenblas.so" \
          -DXHAL_OPENBLAS_INCLUDE="$deps/include/$arch/openblas-openmp" ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} \
          >"$out/cpu-configure.log" 2>&1 &&
-       cmake --build "$cpu_build" -j"$(nproc)" --target xhal xhal_cpu xhal_conformance xhal_bench xhal_cpu_read_bound xhal_info llama_block \
+       cmake --build "$cpu_build" -j"$(nproc)" --target xhal xhal_cpu xhal_conformance xhal_bench xhal_info llama_block \
          >"$out/cpu-build.log" 2>&1; then
       note "cpu build: ok in $(( $(date +%s) - start )) s"
       lscpu | grep -E "Model name|^CPU\(s\)|L3" | tr -s ' ' | tee "$out/lscpu.txt"
@@ -173,24 +173,20 @@ if want cpu; then
         note "conformance cpu, XHAL_CPU_DISABLE=${off:-none}: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cpu-$off.log" | tr '\n' ' ')"
         grep -E "Failure|out of tolerance|element" -A1 "$out/conformance-cpu-$off.log" | head -n 10
       done
-      "$cpu_build/bin/xhal-bench" --device cpu $quick --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-        ${CPU_BENCH_FILTER:+--benchmark_filter=$CPU_BENCH_FILTER} >"$out/cpu-bench.txt" 2>&1
-      note "xhal-bench cpu: exit $?"
-      grep -E "_median" "$out/cpu-bench.txt" | sed -E 's/_median//; s/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
-      "$cpu_build/bin/xhal-cpu-read-bound" >"$out/cpu-read-bound.txt" 2>&1
-      note "xhal-cpu-read-bound: exit $?"
-      grep -E "^(ceiling|read)" "$out/cpu-read-bound.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
+      # xhal-bench on the cpu with the plugins in $1 (medians of three, CPU_BENCH_FILTER's cases)
+      # into $out/$2.txt; its exit noted as $3, its medians shown.
+      cpu_bench() {
+        XHAL_PLUGIN_PATH=$1 "$cpu_build/bin/xhal-bench" --device cpu $quick --benchmark_repetitions=3 \
+          --benchmark_report_aggregates_only=true ${CPU_BENCH_FILTER:+--benchmark_filter=$CPU_BENCH_FILTER} \
+          >"$out/$2.txt" 2>&1
+        note "$3: exit $?"
+        grep -E "_median" "$out/$2.txt" | sed -E 's/_median//; s/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
+      }
+      cpu_bench "$cpu_build/lib" cpu-bench "xhal-bench cpu"
       if [ -n "${CPU_AB_PLUGIN:-}" ]; then
         for round in $(seq "${CPU_AB_ROUNDS:-2}"); do
-          for side in before after; do
-            plugin_dir=$cpu_build/lib
-            [ $side = before ] && plugin_dir=$(realpath "$CPU_AB_PLUGIN")
-            XHAL_PLUGIN_PATH=$plugin_dir "$cpu_build/bin/xhal-bench" --device cpu --benchmark_repetitions=3 \
-              --benchmark_report_aggregates_only=true ${CPU_BENCH_FILTER:+--benchmark_filter=$CPU_BENCH_FILTER} \
-              >"$out/cpu-ab-$round-$side.txt" 2>&1
-            note "cpu A/B round $round, $side: exit $?"
-            grep -E "_median" "$out/cpu-ab-$round-$side.txt" | sed -E 's/_median//; s/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
-          done
+          cpu_bench "$(realpath "$CPU_AB_PLUGIN")" "cpu-ab-$round-before" "cpu A/B round $round, before"
+          cpu_bench "$cpu_build/lib" "cpu-ab-$round-after" "cpu A/B round $round, after"
         done
       fi
       if want cpu_peers && python3 -c "import torch" 2>/dev/null; then
