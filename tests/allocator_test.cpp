@@ -218,6 +218,15 @@ TEST(MemoryLimit, OutOfMemoryMessageAndRecovery) {
   EXPECT_EQ(after.numel(), 10 << 20);
 }
 
+// rope_cache of a size the device cannot hold (32 GiB of positions, as a fuzzed extent asks for) is
+// the allocator's out-of-memory error, raised before any host memory of that size is taken.
+TEST(MemoryLimit, RopeCacheLargerThanTheDevice) {
+  if (std::getenv("XHAL_MEMORY_LIMIT") == nullptr) GTEST_SKIP() << "needs XHAL_MEMORY_LIMIT=64M";
+  EXPECT_THROW(ops::rope_cache(int64_t(1) << 32, 2, 10000.0), OutOfMemoryError);
+  const Tensor fits = ops::rope_cache(16, 64, 10000.0);  // and the runtime stays usable
+  EXPECT_EQ(fits.numel(), 16 * 64);
+}
+
 // A bf16 attention with too little memory left for the packed K and V that its AMX kernel shares
 // among a head's tasks still runs (the kernel then packs per task) and gives the same result, bit
 // for bit. Where that kernel is the one chosen, the refused scratch shows as an out-of-memory event.

@@ -229,6 +229,22 @@ TEST(Ops, EmptyTensorsAreValidNoOps) {
   EXPECT_TRUE(b.out_untouched());
 }
 
+// The cache is computed a block of positions at a time: rows past the first block hold their own
+// position's angles, in double rounded to f32.
+TEST(Ops, RopeCacheRowsPastTheFirstBlock) {
+  const int64_t max_pos = 10000, rotary_dim = 8, half = rotary_dim / 2;
+  const double theta = 10000.0;
+  std::vector<float> cache(size_t(max_pos * rotary_dim));
+  ops::rope_cache(max_pos, rotary_dim, theta).copy_to_host(cache.data());
+  for (int64_t p : {int64_t(0), int64_t(4095), int64_t(4096), int64_t(8191), int64_t(9999)}) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = double(p) * std::pow(theta, -2.0 * double(i) / double(rotary_dim));
+      EXPECT_EQ(cache[size_t(p * rotary_dim + i)], static_cast<float>(std::cos(angle))) << p << " " << i;
+      EXPECT_EQ(cache[size_t(p * rotary_dim + half + i)], static_cast<float>(std::sin(angle))) << p << " " << i;
+    }
+  }
+}
+
 TEST(Ops, RunsOnAnExplicitStream) {
   auto& manager = DeviceManager::instance();
   Stream stream = manager.create_stream(Device::cpu());

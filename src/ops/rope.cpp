@@ -1,5 +1,6 @@
 // Front ends of rope and rope_cache. Positions live in device memory; kernels check they are below
 // max_pos where that is cheap (the CPU backend checks each), see docs/ops.md.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -54,17 +55,27 @@ Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, Device devi
   if (max_pos < 0) fail("max_pos", ">= 0", fmt::format("{}", max_pos));
   if (rotary_dim < 2 || rotary_dim % 2 != 0) fail("rotary_dim", "an even number >= 2", fmt::format("{}", rotary_dim));
   if (!(theta > 0) || !std::isfinite(theta)) fail("theta", "a finite number > 0", fmt::format("{}", theta));
-  // Computed on the host in double (once per model), then copied to the device.
+  // The device's allocator first: a size it cannot hold is its clear out_of_memory (and counts
+  // against XHAL_MEMORY_LIMIT) before any host memory of that size is asked for.
+  Tensor out = Tensor::empty({max_pos, rotary_dim}, DType::f32, device);
+  // Computed on the host in double (once per model), a block of positions at a time, each copied
+  // to its rows of the device's tensor.
+  constexpr int64_t kBlockPositions = 4096;
   const int64_t half = rotary_dim / 2;
-  std::vector<float> host(static_cast<size_t>(max_pos * rotary_dim));
-  for (int64_t i = 0; i < half; ++i) {
-    const double inv_freq = std::pow(theta, -2.0 * double(i) / double(rotary_dim));
-    for (int64_t p = 0; p < max_pos; ++p) {
-      host[size_t(p * rotary_dim + i)] = static_cast<float>(std::cos(double(p) * inv_freq));
-      host[size_t(p * rotary_dim + half + i)] = static_cast<float>(std::sin(double(p) * inv_freq));
+  std::vector<float> host(static_cast<size_t>(std::min(max_pos, kBlockPositions) * rotary_dim));
+  for (int64_t p0 = 0; p0 < max_pos; p0 += kBlockPositions) {
+    const int64_t n = std::min(kBlockPositions, max_pos - p0);
+    for (int64_t i = 0; i < half; ++i) {
+      const double inv_freq = std::pow(theta, -2.0 * double(i) / double(rotary_dim));
+      for (int64_t p = 0; p < n; ++p) {
+        host[size_t(p * rotary_dim + i)] = static_cast<float>(std::cos(double(p0 + p) * inv_freq));
+        host[size_t(p * rotary_dim + half + i)] = static_cast<float>(std::sin(double(p0 + p) * inv_freq));
+      }
     }
+    copy(TensorView(static_cast<float*>(out.data()) + p0 * rotary_dim, DType::f32, {n, rotary_dim}, device),
+         TensorView(host.data(), DType::f32, {n, rotary_dim}));
   }
-  return Tensor::from_host(host.data(), {max_pos, rotary_dim}, DType::f32, device);
+  return out;
 }
 
 }  // namespace xhal::ops
