@@ -1,11 +1,13 @@
 // DeviceManager (device_manager.hpp): devices, properties, memory status, plugins.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
-#include <atomic>
 #include <thread>
+#include <vector>
 
 #include "xhal/xhal.hpp"
 
@@ -75,6 +77,28 @@ TEST(DeviceManager, ConcurrentFirstUseIsSafe) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(found, 8);
+}
+
+}  // namespace
+}  // namespace xhal
+
+namespace xhal {
+namespace {
+
+// Run by ctest with an XHAL_CPU_DISABLE name the cpu plugin does not know: an op on the cpu says
+// why there is no cpu backend, not only that there is none.
+TEST(CpuDisableEnv, OpOnTheCpuSaysWhyItsBackendIsMissing) {
+  if (std::getenv("XHAL_CPU_DISABLE") == nullptr) GTEST_SKIP() << "needs XHAL_CPU_DISABLE";
+  std::vector<float> x(4, 1.0f), w(4, 1.0f), out(4);
+  try {
+    ops::rms_norm(TensorView(x.data(), DType::f32, {1, 4}), TensorView(w.data(), DType::f32, {4}), 0.0f,
+                  TensorView(out.data(), DType::f32, {1, 4}));
+    ADD_FAILURE() << "rms_norm ran without a cpu backend";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::backend_unavailable);
+    EXPECT_NE(std::string(e.what()).find("XHAL_CPU_DISABLE names sse9; known: avx512, avx2, avx512_bf16, amx"),
+              std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

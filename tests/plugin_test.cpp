@@ -1,22 +1,76 @@
 // Plugin loading (include/xhal/plugin.h): run with XHAL_PLUGIN_PATH pointing at a directory of
-// deliberately broken plugins. Each is refused with a clear reason; the CPU plugin, found next to
-// libxhal, keeps working.
+// deliberately broken plugins. The search path opens only plugins named for a known backend, so
+// each broken one is loaded explicitly and refused with a clear reason; the CPU plugin, found next
+// to libxhal, keeps working.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include "xhal/xhal.hpp"
 
 namespace xhal {
 namespace {
 
-BackendInfo record_for(const std::string& file) {
+// The record of a search-path plugin whose path contains `file`.
+BackendInfo search_path_record(const std::string& file) {
   for (const auto& b : DeviceManager::instance().backends()) {
     if (b.path.find(file) != std::string::npos) return b;
   }
-  ADD_FAILURE() << "no record of " << file << " among the loaded plugins";
+  ADD_FAILURE() << "no record of " << file << " among the plugins found";
   return {};
+}
+
+// The broken plugin `file` of the test directory, loaded explicitly.
+BackendInfo record_for(const std::string& file) {
+  return DeviceManager::instance().load_plugin(std::string(XHAL_TEST_PLUGIN_DIR) + "/" + file);
+}
+
+TEST(Plugin, SearchPathOpensOnlyKnownBackendNames) {
+  // Found in XHAL_PLUGIN_PATH, a library named for no known backend is recorded, not opened: its
+  // constructor would otherwise have run before any check.
+  auto b = search_path_record("libxhal_constructorprobe.so");
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("not opened: 'constructorprobe' is not a known backend (cpu, cuda, hip, ze)"),
+            std::string::npos) << b.reason;
+  EXPECT_EQ(std::getenv("XHAL_TEST_PROBE_CONSTRUCTED"), nullptr) << "the library's constructor ran";
+}
+
+// A copy of a test plugin in a fresh directory, with the given modes for the file and directory.
+std::string plugin_copy(const std::string& name, mode_t file_mode, mode_t dir_mode) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("xhal_plugin_modes_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path file = dir / "libxhal_wrongabi.so";
+  fs::copy_file(fs::path(XHAL_TEST_PLUGIN_DIR) / "libxhal_wrongabi.so", file);
+  chmod(file.c_str(), file_mode);
+  chmod(dir.c_str(), dir_mode);
+  return file.string();
+}
+
+TEST(Plugin, FileWritableByOthersIsRefusedUnopened) {
+  const std::string path = plugin_copy("file", 0666, 0755);
+  auto b = DeviceManager::instance().load_plugin(path);
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("refused: " + path + " is writable by users other than its owner and root (mode 0666)"),
+            std::string::npos) << b.reason;
+  EXPECT_EQ(b.reason.find("ABI version"), std::string::npos) << "it was opened: " << b.reason;
+}
+
+TEST(Plugin, DirectoryWritableByOthersIsRefusedUnopened) {
+  const std::string path = plugin_copy("dir", 0644, 0777);
+  auto b = DeviceManager::instance().load_plugin(path);
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("is writable by users other than its owner and root (mode 0777)"), std::string::npos)
+      << b.reason;
+  // Once the directory is closed again, the same file is opened (and refused for its ABI).
+  chmod(std::filesystem::path(path).parent_path().c_str(), 0755);
+  b = DeviceManager::instance().load_plugin(path);
+  EXPECT_NE(b.reason.find("ABI version mismatch"), std::string::npos) << b.reason;
 }
 
 TEST(Plugin, WrongAbiVersionIsRefused) {
@@ -75,10 +129,11 @@ TEST(Plugin, CpuBackendStillWorks) {
 TEST(Plugin, SearchPathComesFirst) {
   auto backends = DeviceManager::instance().backends();
   auto first_test_plugin = std::find_if(backends.begin(), backends.end(), [](const BackendInfo& b) {
-    return b.path.find("libxhal_wrongabi.so") != std::string::npos;
+    return b.path.find(XHAL_TEST_PLUGIN_DIR) != std::string::npos;
   });
   auto cpu = std::find_if(backends.begin(), backends.end(),
                           [](const BackendInfo& b) { return b.name == "cpu" && b.loaded; });
+  ASSERT_NE(first_test_plugin, backends.end());
   ASSERT_NE(cpu, backends.end());
   EXPECT_LT(first_test_plugin - backends.begin(), cpu - backends.begin())
       << "XHAL_PLUGIN_PATH is searched before the directory of libxhal";

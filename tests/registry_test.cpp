@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <set>
 #include <string>
@@ -211,6 +212,19 @@ TEST(RegistryEnv, ForceReferenceFromEnvironment) {
   }
   EXPECT_EQ(ex.candidates.back().kernel, "cpu.rms_norm");
   EXPECT_TRUE(ex.candidates.back().taken);
+}
+
+// Run by ctest with XHAL_STRICT=bogus: the bad value is warned about (the test's regex) and strict
+// mode stays off, so a fallback still runs.
+TEST(RegistryEnvStrict, BadValueLeavesStrictOff) {
+  if (std::getenv("XHAL_STRICT") == nullptr) GTEST_SKIP() << "needs XHAL_STRICT";
+  const int64_t handle = register_test_rms_norm("test.env_strict_rms_norm", fast_supports);
+  std::vector<float> x(16, 1.0f), out(16, 0.0f);
+  EXPECT_NO_THROW(ops::rms_norm(TensorView(x.data(), DType::f32, {1, 16}), TensorView(x.data(), DType::f32, {16}),
+                                0.0f, TensorView(out.data(), DType::f32, {1, 16})));
+  registry::unregister_kernel(handle);
+  EXPECT_FLOAT_EQ(out[0], 1.0f);
+  EXPECT_FALSE(registry::list_kernels().empty());
 }
 
 }  // namespace

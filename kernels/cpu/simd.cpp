@@ -1,5 +1,6 @@
 #include "simd.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 
@@ -38,8 +39,12 @@ bool g_amx_disabled = false;
 std::string apply_cpu_disable(const char* list) {
   std::string unknown;
   std::stringstream names(list != nullptr ? list : "");
-  for (std::string name; std::getline(names, name, ',');) {
-    if (name.empty()) continue;
+  for (std::string item; std::getline(names, item, ',');) {
+    // The core's rule for list variables: items trimmed and lower-cased, empty ones dropped.
+    const size_t first = item.find_first_not_of(" \t\n\r\f\v"), last = item.find_last_not_of(" \t\n\r\f\v");
+    if (first == std::string::npos) continue;
+    std::string name = item.substr(first, last - first + 1);
+    for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
     if (name == "avx512_bf16") {
       g_bf16_disabled = true;
     } else if (name == "amx") {

@@ -23,27 +23,48 @@ bool under_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || s
 
 int env_int(env::Var var) {
   try {
-    const auto v = env::integer(var);
+    const auto v = env::integer(var);  // the table bounds it to int's range
     return v ? int(*v) : -1;
   } catch (const Error& e) {
     throw Error(e.code(), fmt::format("{}: {}", kWho, e.what()));
   }
 }
 
+// Why `path` cannot serve as the store on any rank (its directory is missing, or it is a directory),
+// or "" when it can: failing at once beats every rank waiting out its timeout.
+std::string unusable_store(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (!fs::is_directory(dir, ec)) return fmt::format("its directory {} does not exist", dir.string());
+  if (fs::is_directory(path, ec)) return "it is a directory; expected a file path";
+  return "";
+}
+
 void share_by_file(std::vector<unsigned char>& bytes, const std::string& path, const RankAndSize& who,
                    std::chrono::milliseconds timeout) {
   namespace fs = std::filesystem;
+  if (const std::string why = unusable_store(path); !why.empty()) {
+    throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE=file:{} cannot be used: {}", kWho, path, why));
+  }
   if (who.rank == 0) {
     // Written whole under another name, then renamed: readers never see a partial id.
     const std::string tmp = fmt::format("{}.tmp{}", path, getpid());
+    std::error_code ec;
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-      if (!out) throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE: cannot write {}", kWho, tmp));
+      if (!out) {
+        fs::remove(tmp, ec);
+        throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE: cannot write {}", kWho, tmp));
+      }
     }
-    std::error_code ec;
     fs::rename(tmp, path, ec);
-    if (ec) throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE: cannot create {}: {}", kWho, path, ec.message()));
+    if (ec) {
+      const std::string why = ec.message();
+      fs::remove(tmp, ec);
+      throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE: cannot create {}: {}", kWho, path, why));
+    }
     return;
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -90,11 +111,10 @@ RankAndSize resolve_rank_and_size(const Options& options) {
 void share_from_rank0(std::vector<unsigned char>& bytes, const RankAndSize& who, std::chrono::milliseconds timeout) {
   if (who.size == 1) return;
   if (const auto store = env::value(env::Var::store)) {
-    constexpr std::string_view kFile = "file:";
-    if (store->rfind(kFile, 0) != 0 || store->size() == kFile.size()) {
-      throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE is '{}', expected file:<path>", kWho, *store));
+    if (const auto bad = env::problem(env::Var::store, *store)) {
+      throw Error(Errc::invalid_argument, fmt::format("{}: {}", kWho, *bad));
     }
-    share_by_file(bytes, store->substr(kFile.size()), who, timeout);
+    share_by_file(bytes, env::trim(store->substr(5)), who, timeout);  // after "file:"
     return;
   }
   if (!under_mpirun()) {

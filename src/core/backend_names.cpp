@@ -48,6 +48,21 @@ bool is_known_without_plugin(std::string_view name) {
   return std::find(kWithoutPlugin.begin(), kWithoutPlugin.end(), key) != kWithoutPlugin.end();
 }
 
+bool is_backend(std::string_view name) {
+  for (int t = 0; t < kNumDeviceTypes; ++t) {
+    if (device_type_name(static_cast<DeviceType>(t)) == name) return true;
+  }
+  return false;
+}
+
+std::string backend_list() {
+  std::string out;
+  for (int t = 0; t < kNumDeviceTypes; ++t) {
+    out += fmt::format("{}{}", out.empty() ? "" : ", ", device_type_name(static_cast<DeviceType>(t)));
+  }
+  return out;
+}
+
 std::string known_list() {
   std::string out = "auto";
   for (int t = 0; t < kNumDeviceTypes; ++t) {

@@ -14,6 +14,11 @@ namespace xhal::backend_names {
 std::optional<DeviceType> lookup(std::string_view name);
 // True for names of real accelerator families xhal has no plugin for yet ("ascend", "mlu", ...).
 bool is_known_without_plugin(std::string_view name);
+// True for the name of a backend this build knows ("cpu", "cuda", "hip", "ze"; exactly, not an
+// alias): the plugin files libxhal_<name>.so that the search path opens.
+bool is_backend(std::string_view name);
+// "cpu, cuda, hip, ze"
+std::string backend_list();
 // "auto, cpu, cuda (nvidia), hip (amd, rocm, hygon, dcu), ze (intel, level_zero)"
 std::string known_list();
 

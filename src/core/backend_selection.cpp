@@ -33,7 +33,7 @@ std::string unavailable_reason(DeviceType type, bool detailed) {
 
 DefaultDeviceChoice choose_default_device() {
   const std::string requested = env::value(env::Var::backend_type).value_or("auto");
-  if (requested == "auto" || requested == "AUTO") {
+  if (env::lower(requested) == "auto") {
     std::string skipped;
     for (DeviceType type : {DeviceType::cuda, DeviceType::hip, DeviceType::ze}) {
       std::string why = unavailable_reason(type, false);

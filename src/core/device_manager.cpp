@@ -116,7 +116,7 @@ Event DeviceManager::create_event(Device device) {
                }));
 }
 
-BackendInfo DeviceManager::load_plugin(const std::string& path) { return Runtime::get().load(path); }
+BackendInfo DeviceManager::load_plugin(const std::string& path) { return Runtime::get().load(path, PluginSource::explicit_path); }
 
 void Stream::synchronize() const {
   const auto& api = Runtime::get().api(device_);

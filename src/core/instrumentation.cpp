@@ -3,9 +3,12 @@
 #include <mutex>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "core/registry.hpp"
 #include "core/shadow_check.hpp"
 #include "core/trace.hpp"
+#include "xhal/error.hpp"
 #include "xhal/trace.hpp"
 
 namespace xhal::instrumentation {
@@ -21,7 +24,13 @@ std::atomic<uint32_t> g_flags{kUnread};
 void ensure_env_read() {
   std::call_once(g_env_read, [] {  // an exception (a bad value) leaves it unread, to throw again
     read_check_env();
-    if (const auto trace_path = trace::path_from_env()) trace::open_trace(*trace_path);
+    if (const auto trace_path = trace::path_from_env()) {
+      try {
+        trace::open_trace(*trace_path);
+      } catch (const Error& e) {
+        throw Error(e.code(), fmt::format("XHAL_TRACE={}: {}", *trace_path, e.what()));
+      }
+    }
     g_flags.fetch_and(~uint32_t(kUnread));
   });
 }

@@ -11,8 +11,16 @@ spdlog::logger& log() {
     auto l = std::make_shared<spdlog::logger>(
         "xhal", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     l->set_pattern("[xhal %l] %v");
-    auto level = env::value(env::Var::log_level);
-    l->set_level(level ? spdlog::level::from_str(*level) : spdlog::level::warn);
+    l->set_level(spdlog::level::warn);
+    // Not env::or_warn, which logs through this logger: a bad level is warned about here, at the
+    // default level, so that it and every other configuration error stay visible.
+    try {
+      if (const auto level = env::choice_text(env::Var::log_level)) {
+        l->set_level(spdlog::level::from_str(*level));
+      }
+    } catch (const std::exception& e) {
+      l->warn("{}; {}", e.what(), env::info(env::Var::log_level).on_bad);
+    }
     return l;
   }();
   return *logger;

@@ -1,6 +1,9 @@
 #include "core/plugin_loader.hpp"
 
 #include <dlfcn.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -22,35 +25,99 @@
 
 namespace xhal {
 namespace fs = std::filesystem;
+namespace {
+
+// The canonical directory of libxhal, resolved once as the library loads: dladdr gives the path it
+// was loaded by, which may be relative (found through a relative LD_LIBRARY_PATH) and would point
+// elsewhere once the program changes directory.
+std::string canonical_library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&canonical_library_dir), &info) == 0 || info.dli_fname == nullptr) return "";
+  std::error_code ec;
+  const fs::path file = fs::canonical(info.dli_fname, ec);
+  return ec ? "" : file.parent_path().string();
+}
+const std::string g_library_dir = canonical_library_dir();
+
+// The name in libxhal_<name>.so, or "" for any other file name.
+std::string plugin_name(const fs::path& file) {
+  static const std::regex kPluginName("libxhal_([A-Za-z0-9_]+)\\.so");
+  std::smatch match;
+  const std::string name = file.filename().string();
+  return std::regex_match(name, match, kPluginName) ? match[1].str() : "";
+}
+
+// Whether users other than the owner (and root) may write what `st` describes. Group write counts
+// unless the group is the owner's private one (its primary group, with no other members), which
+// Debian's umask 002 for users gives every file they create.
+bool writable_by_others(const struct stat& st) {
+  if ((st.st_mode & S_IWOTH) != 0) return true;
+  if ((st.st_mode & S_IWGRP) == 0) return false;
+  std::vector<char> buffer(1 << 16);
+  passwd owner{};
+  group grp{};
+  passwd* owner_found = nullptr;
+  group* group_found = nullptr;
+  if (getpwuid_r(st.st_uid, &owner, buffer.data(), buffer.size() / 2, &owner_found) != 0 || owner_found == nullptr ||
+      getgrgid_r(st.st_gid, &grp, buffer.data() + buffer.size() / 2, buffer.size() / 2, &group_found) != 0 ||
+      group_found == nullptr) {
+    return true;
+  }
+  const bool private_group = owner.pw_gid == st.st_gid && (grp.gr_mem == nullptr || grp.gr_mem[0] == nullptr);
+  return !private_group;
+}
+
+// Why the plugin at `path` must not be loaded because someone other than its owner or root could
+// have written it or its directory, or "" when neither is.
+std::string writable_reason(const std::string& path) {
+  std::error_code ec;
+  const fs::path given = fs::absolute(path, ec);
+  const fs::path real = fs::canonical(path, ec);
+  if (ec) return "";  // missing: dlopen says so
+  for (const fs::path& p : {real, real.parent_path(), given.parent_path()}) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) != 0) continue;
+    if (writable_by_others(st)) {
+      return fmt::format("refused: {} is writable by users other than its owner and root (mode {:04o}); a plugin "
+                         "runs code in every process that loads xhal",
+                         p.string(), st.st_mode & 07777);
+    }
+  }
+  return "";
+}
+
+}  // namespace
 
 std::vector<std::string> plugin_search_dirs() {
-  std::vector<std::string> dirs;
+  std::vector<std::string> dirs, relative;
   if (auto path = env::value(env::Var::plugin_path)) {
     std::string_view rest = *path;
     while (!rest.empty()) {
-      auto colon = rest.find(':');
-      if (colon != 0) dirs.emplace_back(rest.substr(0, colon));
+      const auto colon = rest.find(':');
+      const std::string dir = env::trim(rest.substr(0, colon));
+      if (!dir.empty()) (fs::path(dir).is_absolute() ? dirs : relative).push_back(dir);
       rest = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
     }
   }
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&plugin_search_dirs), &info) != 0 && info.dli_fname) {
-    dirs.push_back(fs::path(info.dli_fname).parent_path().string());
+  if (!relative.empty()) {
+    env::warn_bad_value(env::Var::plugin_path,
+                        fmt::format("XHAL_PLUGIN_PATH has relative entries ({}), which would name other directories "
+                                    "as the program changes its own",
+                                    fmt::join(relative, ", ")));
   }
+  if (!g_library_dir.empty()) dirs.push_back(g_library_dir);
   dirs.emplace_back(XHAL_INSTALL_LIBDIR);
   return dirs;
 }
 
 std::vector<std::string> find_plugin_files() {
-  static const std::regex kPluginName("libxhal_[A-Za-z0-9_]+\\.so");
   std::vector<std::string> files;
   std::set<std::string> seen;
   for (const auto& dir : plugin_search_dirs()) {
     std::error_code ec;
     std::vector<fs::path> here;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (std::regex_match(name, kPluginName)) here.push_back(entry.path());
+      if (!plugin_name(entry.path()).empty()) here.push_back(entry.path());
     }
     std::sort(here.begin(), here.end());
     for (const auto& p : here) {
@@ -93,18 +160,25 @@ const char* missing_member(const xhal_plugin_api& api) {
 
 }  // namespace
 
-LoadedPlugin load_plugin_file(const std::string& path) {
+LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
   LoadedPlugin plugin;
   plugin.info.path = path;
   // Until init names the backend, call it by its file name (libxhal_cuda.so -> "cuda").
-  std::string stem = fs::path(path).stem().string();
-  plugin.info.name = stem.rfind("libxhal_", 0) == 0 ? stem.substr(8) : stem;
+  const std::string name = plugin_name(path);
+  plugin.info.name = name.empty() ? fs::path(path).stem().string() : name;
   auto fail = [&](std::string reason) {
     plugin.info.reason = std::move(reason);
     log().info("plugin {} not loaded: {}", path, plugin.info.reason);
     return std::move(plugin);
   };
 
+  // Checked before dlopen, which runs the library's constructors.
+  if (source == PluginSource::search_path && !backend_names::is_backend(name)) {
+    return fail(fmt::format("not opened: '{}' is not a known backend ({}); DeviceManager::load_plugin loads a "
+                            "plugin of another name",
+                            name, backend_names::backend_list()));
+  }
+  if (std::string why = writable_reason(path); !why.empty()) return fail(std::move(why));
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();

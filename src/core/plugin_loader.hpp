@@ -30,11 +30,18 @@ struct LoadedPlugin {
   std::unique_ptr<PluginHostContext> context;
 };
 
-// XHAL_PLUGIN_PATH entries, then the directory of libxhal itself, then the install libdir.
+// XHAL_PLUGIN_PATH's absolute entries, then the canonical directory of libxhal, then the install
+// libdir.
 std::vector<std::string> plugin_search_dirs();
-// Plugin files in those directories, the first of each file name winning.
+// Files named libxhal_<name>.so in those directories, the first of each file name winning.
 std::vector<std::string> find_plugin_files();
-// Opens and initialises one plugin; kernels are committed to the registry only on success.
-LoadedPlugin load_plugin_file(const std::string& path);
+
+enum class PluginSource {
+  search_path,  // found in the search path: opened only when <name> is a known backend
+  explicit_path,  // named by DeviceManager::load_plugin
+};
+// Opens and initialises one plugin; kernels are committed to the registry only on success. A file
+// that others than its owner and root may write (or whose directory they may) is refused unopened.
+LoadedPlugin load_plugin_file(const std::string& path, PluginSource source);
 
 }  // namespace xhal

@@ -37,29 +37,22 @@ Registry& Registry::get() {
   return registry;
 }
 
-namespace {
-
-// The non-empty items of a comma-separated list.
-std::vector<std::string> split_list(std::string_view list) {
-  std::vector<std::string> items;
-  while (!list.empty()) {
-    const auto comma = list.find(',');
-    if (const std::string_view item = list.substr(0, comma); !item.empty()) items.emplace_back(item);
-    list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
-  }
-  return items;
-}
-
-}  // namespace
-
 Registry::Registry() {
-  strict_ = env::flag(env::Var::strict);
-  if (auto list = env::value(env::Var::force_reference)) {
-    std::vector<Op> ops;
-    for (const auto& name : split_list(*list)) ops.push_back(op_from_name(name));
-    set_force_reference(ops);
+  strict_ = env::or_warn(env::Var::strict, env::flag, std::optional<bool>()).value_or(false);
+  std::vector<Op> ops;
+  std::vector<std::string> unknown;
+  for (const auto& name : env::list(env::Var::force_reference)) {
+    const auto op = std::find(kOpNames.begin(), kOpNames.end(), name);
+    if (op == kOpNames.end()) unknown.push_back(name);
+    else ops.push_back(Op(op - kOpNames.begin()));
   }
-  if (auto list = env::value(env::Var::disable_kernels)) set_disabled_kernels(split_list(*list));
+  if (!unknown.empty()) {
+    env::warn_bad_value(env::Var::force_reference,
+                        fmt::format("XHAL_FORCE_REFERENCE names no op '{}'; ops are: {}", fmt::join(unknown, "', '"),
+                                    fmt::join(kOpNames, ", ")));
+  }
+  set_force_reference(ops);
+  set_disabled_kernels(env::list(env::Var::disable_kernels));
 }
 
 size_t Registry::slot(Op op, DeviceType backend, DType dtype) {

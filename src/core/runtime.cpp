@@ -1,5 +1,8 @@
 #include "core/runtime.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "core/env.hpp"
@@ -16,34 +19,21 @@ Runtime& Runtime::get() {
 }
 
 Runtime::Runtime() {
-  auto mode = env::value(env::Var::allocator);
-  allocator_config_.direct = mode && *mode == "direct";
-  if (mode && *mode != "direct" && *mode != "caching") {
-    log().warn("XHAL_ALLOCATOR='{}' is not caching or direct; using caching", *mode);
+  allocator_config_.direct =
+      env::or_warn(env::Var::allocator, [](env::Var v) { return env::choice(v, {{"caching", false}, {"direct", true}}, false); }, false);
+  if (const auto limit = env::or_warn(env::Var::memory_limit, env::bytes, std::optional<uint64_t>())) {
+    allocator_config_.memory_limit = size_t(std::min<uint64_t>(*limit, SIZE_MAX));
   }
-  if (auto limit = env::value(env::Var::memory_limit)) {
-    try {
-      allocator_config_.memory_limit = env::parse_bytes(env::Var::memory_limit, *limit);
-    } catch (const Error& e) {
-      log().error("{}; no limit applied", e.what());
-    }
+  if (const auto at = env::or_warn(env::Var::fault_alloc, env::integer, std::optional<int64_t>())) {
+    allocator_config_.fail_allocation = *at;
+    log().warn("XHAL_FAULT_ALLOC={}: allocation {} of this process will fail (fault injection)", *at, *at);
   }
-  try {
-    if (const auto at = env::integer(env::Var::fault_alloc); at && *at > 0) {
-      allocator_config_.fail_allocation = *at;
-      log().warn("XHAL_FAULT_ALLOC={}: allocation {} of this process will fail (fault injection)", *at, *at);
-    } else if (at) {
-      log().error("XHAL_FAULT_ALLOC={}: expected a positive integer; no fault injected", *at);
-    }
-  } catch (const Error& e) {
-    log().error("{}; no fault injected", e.what());
-  }
-  for (const auto& file : find_plugin_files()) load(file);
+  for (const auto& file : find_plugin_files()) load(file, PluginSource::search_path);
 }
 
-BackendInfo Runtime::load(const std::string& path) {
+BackendInfo Runtime::load(const std::string& path, PluginSource source) {
   std::lock_guard lock(mutex_);
-  LoadedPlugin plugin = load_plugin_file(path);
+  LoadedPlugin plugin = load_plugin_file(path, source);
   if (const BackendState* existing = backend(plugin.type); plugin.info.loaded && existing != nullptr) {
     plugin.info.loaded = false;
     plugin.info.reason = fmt::format("backend {} is already provided by {}", plugin.info.name,
@@ -71,14 +61,14 @@ BackendInfo Runtime::load(const std::string& path) {
     plugin.info.device_count = count;
     commit_pending_kernels(*plugin.context);
     state->plugin = std::move(plugin);
-    records_.push_back(state->plugin.info);
+    add_record(state->plugin.info);
     log().info("plugin {} ({}) loaded from {}: {} device(s)", state->plugin.info.name,
                state->plugin.info.version, path, count);
     backends_[size_t(state->plugin.type)].store(state.get(), std::memory_order_release);
     owned_.push_back(std::move(state));
-    return records_.back();
+    return owned_.back()->plugin.info;
   }
-  records_.push_back(plugin.info);
+  add_record(plugin.info);
   return plugin.info;
 }
 
@@ -89,9 +79,19 @@ const BackendState* Runtime::backend(DeviceType type) const {
 const BackendState& Runtime::require(Device device) const {
   const BackendState* state = backend(device.type);
   if (state == nullptr) {
-    throw Error(Errc::backend_unavailable,
-                fmt::format("device {}: the {} backend is not loaded (see xhal-info)", device.str(),
-                            device_type_name(device.type)));
+    // The reason its plugin gave, if one was found (an XHAL_CPU_DISABLE name the cpu plugin does
+    // not know, a failed driver): the error says why, not only that.
+    std::string why = " (see xhal-info)";
+    {
+      std::lock_guard lock(records_mutex_);
+      for (const BackendInfo& record : records_) {
+        if (record.name == device_type_name(device.type) && !record.reason.empty()) {
+          why = fmt::format(": its plugin {} was not loaded: {}", record.path, record.reason);
+        }
+      }
+    }
+    throw Error(Errc::backend_unavailable, fmt::format("device {}: the {} backend is not loaded{}", device.str(),
+                                                       device_type_name(device.type), why));
   }
   if (device.index < 0 || device.index >= int(state->properties.size())) {
     throw Error(Errc::backend_unavailable,
@@ -106,8 +106,13 @@ CachingAllocator& Runtime::allocator(Device device) const {
   return *require(device).allocators[size_t(device.index)];
 }
 
+void Runtime::add_record(const BackendInfo& info) {
+  std::lock_guard lock(records_mutex_);
+  records_.push_back(info);
+}
+
 std::vector<BackendInfo> Runtime::backends() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(records_mutex_);
   return records_;
 }
 

@@ -33,12 +33,16 @@ class Runtime {
   CachingAllocator& allocator(Device device) const;
 
   std::vector<BackendInfo> backends() const;
-  BackendInfo load(const std::string& path);
+  BackendInfo load(const std::string& path, PluginSource source);
 
  private:
   Runtime();
-  mutable std::mutex mutex_;  // guards records_ and owned_ while a plugin is being added
-  std::vector<BackendInfo> records_;  // every plugin tried, in load order
+  void add_record(const BackendInfo& info);
+  mutable std::mutex mutex_;  // held while a plugin is being added (guards owned_)
+  // Every plugin tried, in load order; its own lock, taken inside mutex_ or alone, so that an
+  // error naming a plugin's reason can be built during a load.
+  mutable std::mutex records_mutex_;
+  std::vector<BackendInfo> records_;
   std::vector<std::unique_ptr<BackendState>> owned_;
   // Published once a backend is complete and never changed after: op calls read it without a lock.
   std::array<std::atomic<const BackendState*>, kNumDeviceTypes> backends_{};

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include "core/env.hpp"
 #include "core/instrumentation.hpp"
 #include "core/json_text.hpp"
+#include "core/logging.hpp"
 #include "core/op_slots.hpp"
 #include "core/runtime.hpp"
 #include "xhal/dtype.hpp"
@@ -37,6 +40,7 @@ struct PendingEvent {
 struct TraceFile {
   std::mutex mutex;
   std::FILE* file = nullptr;
+  std::string path;
   bool first_event = true;
   bool close_at_exit = false;
   std::vector<PendingEvent> pending;  // in call order
@@ -53,10 +57,21 @@ int thread_number() {
   return number;
 }
 
-void write_event(TraceFile& t, const std::string& json) {
-  std::fprintf(t.file, "%s%s", t.first_event ? "" : ",\n", json.c_str());
+// Whether the write reached the file: flushed each time, so that a crash leaves every finished call
+// in it, and so that a full disk is found at the call that met it.
+bool write_event(TraceFile& t, const std::string& json) {
+  const bool written = std::fprintf(t.file, "%s%s", t.first_event ? "" : ",\n", json.c_str()) >= 0;
   t.first_event = false;
-  std::fflush(t.file);  // a crash leaves every finished call in the file
+  return std::fflush(t.file) == 0 && written;
+}
+
+// Closes the file after a failed write; tracing stops. Called with the file's lock held.
+void abandon_trace(TraceFile& t, int error) {
+  instrumentation::set(instrumentation::kTrace, false);
+  std::fclose(t.file);
+  t.file = nullptr;
+  t.pending.clear();
+  log().error("xhal trace: writing '{}' failed ({}); tracing stopped", t.path, std::strerror(error));
 }
 
 // Writes the pending events whose device work has finished (all of them, waiting, when `wait`);
@@ -68,8 +83,10 @@ void resolve_pending(TraceFile& t, bool wait) {
     const xhal_status ready = p.timing.finished(wait);
     if (ready == XHAL_NOT_READY) break;  // later calls on the same stream are not done either
     const auto device_us = ready == XHAL_OK ? p.timing.elapsed_us() : std::nullopt;
-    if (t.file != nullptr) {
-      write_event(t, device_us ? fmt::format("{},\"device_time_us\":{:.3f}}}}}", p.head, *device_us) : p.head + "}}");
+    if (t.file != nullptr &&
+        !write_event(t, device_us ? fmt::format("{},\"device_time_us\":{:.3f}}}}}", p.head, *device_us) : p.head + "}}")) {
+      abandon_trace(t, errno);
+      return;
     }
   }
   t.pending.erase(t.pending.begin(), t.pending.begin() + std::ptrdiff_t(done));
@@ -162,8 +179,8 @@ void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran
   std::lock_guard lock(t.mutex);
   if (t.file != nullptr && timing.timed()) {
     t.pending.push_back({std::move(head), std::move(timing)});
-  } else if (t.file != nullptr) {
-    write_event(t, head + "}}");
+  } else if (t.file != nullptr && !write_event(t, head + "}}")) {
+    abandon_trace(t, errno);
   }
   resolve_pending(t, false);
 }
@@ -182,12 +199,18 @@ void trace::open_trace(const std::string& path) {
     std::lock_guard lock(t.mutex);
     t.file = std::fopen(path.c_str(), "w");
     if (t.file == nullptr) {
-      throw Error(Errc::invalid_argument, fmt::format("xhal trace: cannot create '{}'", path));
+      throw Error(Errc::invalid_argument, fmt::format("xhal trace: cannot create '{}': {}", path, std::strerror(errno)));
     }
     t.first_event = true;
+    t.path = path;
     std::fputs("[\n", t.file);
-    write_event(t, fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"xhal ops (host time)"}}}})j",
-                               getpid()));
+    if (!write_event(t, fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"xhal ops (host time)"}}}})j",
+                                    getpid()))) {
+      const int error = errno;
+      std::fclose(t.file);
+      t.file = nullptr;
+      throw Error(Errc::invalid_argument, fmt::format("xhal trace: cannot write '{}': {}", path, std::strerror(error)));
+    }
     if (!t.close_at_exit) {
       t.close_at_exit = true;
       std::atexit(close_trace_at_exit);
