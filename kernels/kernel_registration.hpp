@@ -4,6 +4,8 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <exception>
+#include <new>
 
 #include "xhal/plugin.h"
 
@@ -21,6 +23,33 @@ struct KernelTraits {
 };
 
 using RunFn = xhal_status (*)(const xhal_op_call*, char*, size_t);
+
+// Writes a printf-style message for the core and returns `status`.
+inline xhal_status kernel_error(char* msg, size_t len, xhal_status status, const char* format, ...)
+    __attribute__((format(printf, 4, 5)));
+inline xhal_status kernel_error(char* msg, size_t len, xhal_status status, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(msg, len, format, args);
+  va_end(args);
+  return status;
+}
+
+// Run behind the plugin's C boundary, which no exception may cross: host memory running out is the
+// op's out_of_memory, anything else its internal error, each with the exception's message. Every
+// kernel a plugin registers goes through it.
+template <RunFn Run>
+xhal_status guarded(const xhal_op_call* call, char* msg, size_t len) noexcept {
+  try {
+    return Run(call, msg, len);
+  } catch (const std::bad_alloc&) {
+    return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "host memory exhausted");
+  } catch (const std::exception& e) {
+    return kernel_error(msg, len, XHAL_ERR_INTERNAL, "%s", e.what());
+  } catch (...) {
+    return kernel_error(msg, len, XHAL_ERR_INTERNAL, "an exception of unknown type");
+  }
+}
 
 inline void register_kernel(const xhal_host_api* host, const char* name, xhal_op op,
                             xhal_dtype dtype, RunFn run, Accuracy accuracy, KernelTraits traits) {
@@ -43,20 +72,9 @@ inline void register_kernel(const xhal_host_api* host, const char* name, xhal_op
 template <template <class> class Kernel, class... Elements>
 void register_for(const xhal_host_api* host, const char* name, xhal_op op,
                   Accuracy (*accuracy_for)(xhal_dtype), KernelTraits traits) {
-  (register_kernel(host, name, op, Elements::kDType, &Kernel<Elements>::run,
+  (register_kernel(host, name, op, Elements::kDType, &guarded<&Kernel<Elements>::run>,
                    accuracy_for(Elements::kDType), traits),
    ...);
-}
-
-// Writes a printf-style message for the core and returns `status`.
-inline xhal_status kernel_error(char* msg, size_t len, xhal_status status, const char* format, ...)
-    __attribute__((format(printf, 4, 5)));
-inline xhal_status kernel_error(char* msg, size_t len, xhal_status status, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(msg, len, format, args);
-  va_end(args);
-  return status;
 }
 
 }  // namespace xhal::kernels

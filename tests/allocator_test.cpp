@@ -2,11 +2,17 @@
 // can run out of memory, and has events whose completion the test controls.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "core/allocator.hpp"
 #include "xhal/half.hpp"
@@ -225,6 +231,56 @@ TEST(MemoryLimit, RopeCacheLargerThanTheDevice) {
   EXPECT_THROW(ops::rope_cache(int64_t(1) << 32, 2, 10000.0), OutOfMemoryError);
   const Tensor fits = ops::rope_cache(16, 64, 10000.0);  // and the runtime stays usable
   EXPECT_EQ(fits.numel(), 16 * 64);
+}
+
+// The bytes this process has resident now (not its peak).
+int64_t resident_bytes() {
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return int64_t(resident) * sysconf(_SC_PAGESIZE);
+}
+
+// The CPU attention kernels take their workspaces from the allocator: a head dim of 2^20 with 3
+// tokens runs within XHAL_MEMORY_LIMIT (or fails with out_of_memory), 2^23 fails with it, and nothing
+// is held once the call returns and the cache is emptied. (Thread-local workspaces once kept 4.3 GiB
+// after such a call, and killed the process at 2^23.)
+TEST(MemoryLimit, AttentionWorkspacesComeFromTheAllocator) {
+  if (std::getenv("XHAL_MEMORY_LIMIT") == nullptr) GTEST_SKIP() << "needs XHAL_MEMORY_LIMIT=64M";
+  auto& manager = DeviceManager::instance();
+  const Device cpu = Device::cpu();
+  for (const int64_t D : {int64_t(1) << 20, int64_t(1) << 23}) {
+    SCOPED_TRACE("D = " + std::to_string(D));
+    const int64_t S = 3;
+    std::vector<float> q(size_t(S * D)), k(q.size()), v(q.size()), out(q.size(), NAN);
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (auto* buffer : {&q, &k, &v}) {
+      for (float& x : *buffer) x = dist(rng) * 0.01f;
+    }
+    const MemoryStatus before = manager.memory_status(cpu);
+    const int64_t resident_before = resident_bytes();
+    bool ran = false;
+    try {
+      ops::attention(TensorView(q.data(), DType::f32, {1, S, 1, D}), TensorView(k.data(), DType::f32, {1, S, 1, D}),
+                     TensorView(v.data(), DType::f32, {1, S, 1, D}), TensorView(out.data(), DType::f32, {1, S, 1, D}),
+                     {.causal = true});
+      ran = true;
+    } catch (const OutOfMemoryError& e) {
+      EXPECT_NE(std::string(e.what()).find("attention"), std::string::npos) << e.what();
+    }
+    if (D == int64_t(1) << 20) EXPECT_TRUE(ran) << "48 MiB of workspace fits in 64 MiB";
+    if (D == int64_t(1) << 23) EXPECT_FALSE(ran) << "384 MiB of workspace does not fit in 64 MiB";
+    manager.empty_cache(cpu);
+    EXPECT_EQ(manager.memory_status(cpu).allocated, before.allocated);
+    EXPECT_LE(manager.memory_status(cpu).reserved, before.reserved);
+    EXPECT_LT(resident_bytes() - resident_before, int64_t(64) << 20) << "memory held after the call";
+    if (ran) {  // row 0 sees key 0 alone: out = v[0]
+      for (int64_t d = 0; d < D; d += D / 16) EXPECT_FLOAT_EQ(out[size_t(d)], v[size_t(d)]) << d;
+    }
+  }
 }
 
 // A bf16 attention with too little memory left for the packed K and V that its AMX kernel shares

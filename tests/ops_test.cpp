@@ -81,10 +81,10 @@ const std::vector<BadCall>& bad_calls() {
          TensorView q(b.f.data(), DType::f64, V{1, 2, 2, 8});
          ops::attention(q, q, q, q);
        }},
-      {"size overflow", Errc::invalid_argument, "attention", "q",
+      {"offset overflow", Errc::invalid_argument, "attention", "q",
        [](Buffers& b) {
-         const int64_t huge = int64_t(1) << 40;  // 2^80 elements; the strides alone fit
-         TensorView q(b.f.data(), DType::f32, V{huge, huge, 2, 8}, V{16, 16, 8, 1});
+         // 2^26 elements (a view holds no more than 2^63 bytes), whose furthest offset is ~2^70.
+         TensorView q(b.f.data(), DType::f32, V{int64_t(1) << 20, 4, 2, 8}, V{int64_t(1) << 50, 16, 8, 1});
          ops::attention(q, b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
        }},
       {"most negative stride", Errc::invalid_argument, "attention", "q",
@@ -103,8 +103,8 @@ const std::vector<BadCall>& bad_calls() {
       {"device absent", Errc::backend_unavailable, "attention", "out",
        [](Buffers& b) {
          Device absent{DeviceType::ze, 0};  // no ze plugin in this build
-         TensorView t(b.f.data(), DType::f32, V{1, 4, 2, 8}, absent);
-         ops::attention(t, t, t, t);
+         TensorView t(b.f.data(), DType::f32, V{1, 4, 2, 8}, absent), out(b.out.data(), DType::f32, V{1, 4, 2, 8}, absent);
+         ops::attention(t, t, t, out);
        }},
       // attention_varlen
       {"cu_seqlens dtype", Errc::invalid_argument, "attention_varlen", "cu_seqlens_q",
@@ -169,7 +169,8 @@ const std::vector<BadCall>& bad_calls() {
       {"position out of range", Errc::invalid_argument, "rope", "positions",
        [](Buffers& b) {
          std::vector<int64_t> pos{0, 1, 16, 2};
-         ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), TensorView(pos.data(), DType::i64, V{4}), b.f32({16, 64}), RopeStyle::gptj);
+         ops::rope(b.o32({4, 2, 64}), TensorView(b.out.data() + 4 * 2 * 64, DType::f32, V{4, 1, 64}),
+                   TensorView(pos.data(), DType::i64, V{4}), b.f32({16, 64}), RopeStyle::gptj);
        }},
       {"rope_cache theta", Errc::invalid_argument, "rope_cache", "theta",
        [](Buffers&) { ops::rope_cache(16, 64, -1.0); }},
@@ -280,6 +281,115 @@ TEST(Ops, LargeOutputsAtAnyAlignment) {
   ops::swiglu(x, x, aligned);
   ops::swiglu(x, x, shifted_view);
   expect_same("swiglu");
+}
+
+}  // namespace
+}  // namespace xhal
+
+namespace xhal {
+namespace {
+
+// An output that shares memory with an input (or another output) in a way no kernel can honour is
+// refused before dispatch, naming both arguments; nothing is written.
+TEST(Ops, OutputsOverlappingInputsAreRefused) {
+  struct Overlap {
+    const char* op;
+    const char* arg;
+    const char* other;
+    std::function<void(Buffers&)> call;
+  };
+  const std::vector<Overlap> overlaps = {
+      {"linear", "out", "x",
+       [](Buffers& b) { ops::linear(b.o32({4, 64}), b.f32({8, 64}), nullptr, b.o32({4, 8})); }},
+      {"linear", "out", "bias",
+       [](Buffers& b) {
+         auto bias = b.o32({8});
+         ops::linear(b.f32({4, 64}), b.f32({8, 64}), &bias, b.o32({4, 8}));
+       }},
+      {"swiglu_packed", "out", "x",
+       [](Buffers& b) {
+         ops::swiglu_packed(b.o32({4, 16}), TensorView(b.out.data() + 40, DType::f32, {4, 8}));
+       }},
+      {"attention", "out", "lse",
+       [](Buffers& b) {
+         auto lse = TensorView(b.out.data() + 8, DType::f32, {1, 2, 4});
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {},
+                        &lse);
+       }},
+      {"attention", "out", "v",
+       [](Buffers& b) {
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+       }},
+      {"rope", "q", "k",
+       [](Buffers& b) {
+         ops::rope(b.o32({4, 2, 8}), b.o32({4, 2, 8}), b.i32({4}), b.f32({16, 8}), RopeStyle::neox);
+       }},
+      {"rms_norm", "out", "x",  // shifted by one element: not in place, not apart
+       [](Buffers& b) {
+         ops::rms_norm(b.o32({4, 64}), b.f32({64}), 1e-6f, TensorView(b.out.data() + 1, DType::f32, {4, 64}));
+       }},
+      {"fused_add_rms_norm", "out", "residual",
+       [](Buffers& b) { ops::fused_add_rms_norm(b.f32({4, 64}), b.o32({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64})); }},
+      {"paged_attention", "out", "q",
+       [](Buffers& b) {
+         ops::paged_attention(b.o32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({2, 2}), b.i32({2}),
+                              b.o32({2, 4, 8}));
+       }},
+  };
+  for (const Overlap& o : overlaps) {
+    SCOPED_TRACE(std::string(o.op) + ": '" + o.arg + "' over '" + o.other + "'");
+    Buffers buffers;
+    try {
+      o.call(buffers);
+      ADD_FAILURE() << "no error thrown";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << message;
+      EXPECT_EQ(message.rfind(std::string("xhal::ops::") + o.op + ": argument '" + o.arg + "': expected memory apart from '" +
+                                  o.other + "'",
+                              0),
+                0u)
+          << message;
+    }
+    EXPECT_TRUE(buffers.out_untouched()) << "an output was written before the error";
+  }
+}
+
+// What may share memory does: element-wise outputs written in place over an input, and q, k, v (or
+// q and k for rope) as interleaved views of one packed qkv buffer.
+TEST(Ops, InPlaceAndPackedViewsAreAccepted) {
+  std::vector<float> x(4 * 64), w(64, 1.5f), expected(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 13) - 6.0f;
+  ops::rms_norm(TensorView(x.data(), DType::f32, {4, 64}), TensorView(w.data(), DType::f32, {64}), 1e-6f,
+                TensorView(expected.data(), DType::f32, {4, 64}));
+  ops::rms_norm(TensorView(x.data(), DType::f32, {4, 64}), TensorView(w.data(), DType::f32, {64}), 1e-6f,
+                TensorView(x.data(), DType::f32, {4, 64}));
+  EXPECT_EQ(x, expected) << "rms_norm in place";
+
+  std::vector<float> gate(256), up(256, 2.0f), swiglu_expected(256);
+  for (size_t i = 0; i < gate.size(); ++i) gate[i] = float(i) / 64.0f - 2.0f;
+  ops::swiglu(TensorView(gate.data(), DType::f32, {4, 64}), TensorView(up.data(), DType::f32, {4, 64}),
+              TensorView(swiglu_expected.data(), DType::f32, {4, 64}));
+  ops::swiglu(TensorView(gate.data(), DType::f32, {4, 64}), TensorView(up.data(), DType::f32, {4, 64}),
+              TensorView(gate.data(), DType::f32, {4, 64}));
+  EXPECT_EQ(gate, swiglu_expected) << "swiglu in place over gate";
+
+  // Tokens of a packed [T, (Hq + 2 Hkv) * D] buffer: q, k, v are views with the packed row stride.
+  const int64_t T = 5, Hq = 4, Hkv = 2, D = 16, row = (Hq + 2 * Hkv) * D;
+  std::vector<float> qkv(size_t(T * row)), out(size_t(T * Hq * D));
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float(i % 7) / 7.0f;
+  const TensorView q(qkv.data(), DType::f32, {T, Hq, D}, {row, D, 1});
+  const TensorView k(qkv.data() + Hq * D, DType::f32, {T, Hkv, D}, {row, D, 1});
+  const TensorView v(qkv.data() + (Hq + Hkv) * D, DType::f32, {T, Hkv, D}, {row, D, 1});
+  std::vector<int32_t> positions{0, 1, 2, 3, 4};
+  const Tensor cache = ops::rope_cache(8, D, 10000.0);
+  EXPECT_NO_THROW(ops::rope(q, k, TensorView(positions.data(), DType::i32, {T}), cache, RopeStyle::neox));
+  const auto batched = [](const TensorView& t) {
+    return TensorView(t.data(), t.dtype(), {1, t.size(0), t.size(1), t.size(2)},
+                      {t.size(0) * t.stride(0), t.stride(0), t.stride(1), 1});
+  };
+  EXPECT_NO_THROW(ops::attention(batched(q), batched(k), batched(v),
+                                 TensorView(out.data(), DType::f32, {1, T, Hq, D}), {.causal = true}));
 }
 
 }  // namespace

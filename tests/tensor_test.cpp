@@ -4,6 +4,9 @@
 #include <cmath>
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
 #include <numeric>
 #include <thread>
 
@@ -55,6 +58,66 @@ TEST(Tensor, MemoryReturnsToTheAllocator) {
     EXPECT_GE(manager.memory_status(Device::cpu()).allocated, before + (4u << 20));
   }
   EXPECT_EQ(manager.memory_status(Device::cpu()).allocated, before);
+}
+
+// A byte size that does not fit in 64 bits is refused, never wrapped: 2^62 + 1 floats once became a
+// 4-byte tensor that rope_cache then wrote past.
+TEST(Tensor, SizesThatOverflowAreRefused) {
+  const int64_t huge = (int64_t(1) << 62) + 1;
+  for (const auto& make : std::vector<std::function<void()>>{
+           [&] { Tensor::empty({huge}, DType::f32, Device::cpu()); },
+           [&] { TensorView(nullptr, DType::f32, {huge}); },
+           [&] { TensorView(nullptr, DType::f16, {int64_t(1) << 31, int64_t(1) << 31, 4}); },
+           [&] { TensorView(nullptr, DType::f32, {huge}, {1}); }}) {
+    try {
+      make();
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("holds more than 2^63 - 1 bytes"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    ops::rope_cache((int64_t(1) << 61) + 1, 2, 1e4);
+    ADD_FAILURE() << "rope_cache accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("xhal::ops::rope_cache: argument 'max_pos'"), std::string::npos) << e.what();
+  }
+  // An empty tensor of any other extent is fine.
+  EXPECT_EQ(TensorView(nullptr, DType::f32, {huge, 0}).nbytes(), 0u);
+}
+
+// A null host pointer or view is an error naming the argument, never a crash.
+TEST(Tensor, NullPointersAreErrors) {
+  Tensor t = Tensor::empty({4}, DType::f32, Device::cpu());
+  std::vector<float> host(4, 1.0f);
+  const auto expect_null_error = [](const std::function<void()>& call, const char* arg) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted a null " << arg;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("argument '") + arg + "'"), std::string::npos) << e.what();
+    }
+  };
+  expect_null_error([&] { t.copy_from_host(nullptr); }, "src");
+  expect_null_error([&] { t.copy_to_host(nullptr); }, "dst");
+  expect_null_error([&] { Tensor::from_host(nullptr, {4}, DType::f32, Device::cpu()); }, "src");
+  expect_null_error([&] { copy(TensorView(nullptr, DType::f32, {4}), TensorView(host.data(), DType::f32, {4})); }, "dst");
+  // A DLTensor's offset is added only to a real pointer.
+  DLTensor dl = TensorView(host.data(), DType::f32, {4}).to_dlpack();
+  dl.data = nullptr;
+  dl.byte_offset = 16;
+  try {
+    TensorView::from_dlpack(dl);
+    ADD_FAILURE() << "NULL data with byte_offset 16 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("data is NULL but byte_offset is 16"), std::string::npos) << e.what();
+  }
+  dl.data = host.data();
+  dl.byte_offset = 8;
+  EXPECT_EQ(TensorView::from_dlpack(dl).data(), host.data() + 2);
 }
 
 }  // namespace

@@ -47,6 +47,13 @@ int main(void) {
   CHECK(xhal_memory_status_get("tpu:0", &mem) == XHAL_ERR_INVALID_ARGUMENT);
   CHECK(xhal_synchronize("cpu") == XHAL_OK);
   CHECK(xhal_empty_cache("cpu") == XHAL_OK);
+  /* NULL out-parameters are errors naming the argument, never a crash. */
+  CHECK(xhal_device_count(NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "xhal_device_count: argument 'count'") != NULL);
+  CHECK(xhal_memory_status_get("cpu", NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "xhal_memory_status_get: argument 'out'") != NULL);
+  CHECK(xhal_device_name(0, NULL, 8) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(xhal_default_device(NULL, 8) == XHAL_ERR_INVALID_ARGUMENT);
 
   /* rms_norm of [3, 4] */
   float x[2][4] = {{3, 4, 0, 0}, {1, 1, 1, 1}}, w[4] = {1, 2, 1, 1}, out[2][4];
@@ -63,6 +70,19 @@ int main(void) {
   CHECK(strstr(xhal_last_error(), "xhal::ops::rms_norm") != NULL);
   CHECK(strstr(xhal_last_error(), "'weight'") != NULL);
   CHECK(xhal_rms_norm(NULL, &tw, 0.0f, &to, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  /* NULL data: with a byte offset (once added before the NULL check), and as an output. */
+  DLTensor tnull = tensor(NULL, f32, 2, xs);
+  tnull.byte_offset = 16;
+  CHECK(xhal_rms_norm(&tx, &tw, 0.0f, &tnull, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "xhal_rms_norm: argument 'out': TensorView::from_dlpack: data is NULL but byte_offset is 16") != NULL);
+  tnull.byte_offset = 0;
+  CHECK(xhal_rms_norm(&tx, &tw, 0.0f, &tnull, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "argument 'out'") != NULL);
+  /* A byte offset that the data pointer makes up for: the same tensor. */
+  DLTensor tshifted = tensor((char*)out - 12, f32, 2, xs);
+  tshifted.byte_offset = 12;
+  CHECK(xhal_rms_norm(&tx, &tw, 0.0f, &tshifted, NULL) == XHAL_OK);
+  CHECK(fabsf(out[1][0] - 1.0f) < 1e-6f);
   /* Malformed DLTensors (as the fuzz target makes them): named by function and argument. */
   DLTensor tweird = tensor(w, f32, 1, ws);
   tweird.dtype.lanes = 4;
@@ -94,6 +114,13 @@ int main(void) {
   DLTensor tc = tensor(cache, f32, 2, cs);
   CHECK(xhal_rope_cache(8, 4, 10000.0, &tc) == XHAL_OK);
   CHECK(cache[0][0] == 1.0f && cache[0][2] == 0.0f);
+  /* rope_cache into NULL, and of a size whose bytes overflow: errors, nothing written. */
+  DLTensor tcnull = tensor(NULL, f32, 2, cs);
+  CHECK(xhal_rope_cache(8, 4, 10000.0, &tcnull) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "xhal_rope_cache: argument 'out'") != NULL);
+  int64_t huge[2] = {((int64_t)1 << 61) + 1, 2};
+  DLTensor thuge = tensor(cache, f32, 2, huge);
+  CHECK(xhal_rope_cache(huge[0], 2, 10000.0, &thuge) == XHAL_ERR_INVALID_ARGUMENT);
   int32_t pos[1] = {0};
   int64_t ps[1] = {1}, hs[3] = {1, 1, 4};
   DLTensor tp = tensor(pos, i32, 1, ps), th = tensor(v, f32, 3, hs), tk2 = tensor(k, f32, 3, hs);

@@ -141,7 +141,7 @@ const char* supports(const xhal_op_call* call) {
 
 void register_cublaslt_linear(const xhal_host_api* host) {
   for (xhal_dtype dtype : {XHAL_DTYPE_F32, XHAL_DTYPE_F16, XHAL_DTYPE_BF16}) {
-    kernels::register_kernel(host, "cuda.linear_cublaslt", XHAL_OP_LINEAR, dtype, run_linear,
+    kernels::register_kernel(host, "cuda.linear_cublaslt", XHAL_OP_LINEAR, dtype, &kernels::guarded<run_linear>,
                              gpu::accuracy_for(dtype), {10, true, supports});
   }
 }

@@ -8,21 +8,30 @@
 namespace xhal::cpu {
 namespace {
 
-// Runs the blocked online-softmax core (attention_core.hpp) on every task.
+// Runs the blocked online-softmax core (attention_core.hpp) on every task, each thread in its own
+// workspace.
 template <class E>
-void attend_spans(const std::vector<SequenceSpan>& seqs, bool batched, const xhal_op_call* c) {
+xhal_status attend_spans(const std::vector<SequenceSpan>& seqs, bool batched, const xhal_op_call* c, char* msg,
+                         size_t len) {
   const MaskParams mask = MaskParams::from(c->params);
-  for_each_attention_task<typename E::Storage>(
-      seqs, batched, c, kQueryTile,
-      [&](int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, auto q, auto k,
-          auto v, auto out, auto lse) { attend_group<E>(group, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse); });
+  const AttentionRows<typename E::Storage> at(c, seqs, batched);
+  const auto tasks = all_attention_tasks(at, kQueryTile);
+  const int64_t n = at.q.size(-2) == 0 ? 0 : at.group() * tasks.max_rows(), D = at.q.size(-1), Dv = at.v.size(-1);
+  const ThreadWorkspaces workspaces(c, CoreBuffers::bytes(n, tasks.max_keys(), D, Dv), tasks.count());
+  if (!workspaces.ok()) return workspace_error(msg, len, batched ? "attention" : "attention_varlen", workspaces);
+  tasks.run(workspaces.threads(), [&](int64_t, int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t,
+                                      int64_t, auto q, auto k, auto v, auto out, auto lse) {
+    Carver carver(workspaces.of_this_thread());
+    const CoreBuffers w = CoreBuffers::carve(carver, n, CoreBuffers::keys_for(tasks.max_keys()), D, Dv);
+    attend_group<E>(group, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse, w);
+  });
+  return XHAL_OK;
 }
 
 template <class E>
 struct AttentionKernel {
-  static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    attend_spans<E>(batched_spans(c), true, c);
-    return XHAL_OK;
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    return attend_spans<E>(batched_spans(c), true, c, msg, len);
   }
 };
 
@@ -31,8 +40,7 @@ struct AttentionVarlenKernel {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     std::vector<SequenceSpan> seqs;
     if (const xhal_status s = varlen_spans(c, msg, len, &seqs); s != XHAL_OK) return s;
-    attend_spans<E>(seqs, false, c);
-    return XHAL_OK;
+    return attend_spans<E>(seqs, false, c, msg, len);
   }
 };
 

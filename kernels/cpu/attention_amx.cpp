@@ -40,12 +40,18 @@ constexpr int64_t kTileBf16 = 512;  // bf16 elements in one 16 x 64-byte tile
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// A thread's buffers, reused from task to task: bf16 queries [n_pad][D_pad], K and V tiles in
-// B-operand form, P [n_pad][kKeys]; f32 scores [n_pad][kKeys], accumulators [n_pad][Dv_pad],
-// running max and sum per row.
+// A thread's buffers for tasks of up to n rows, carved from its workspace (scratch.hpp): bf16
+// queries [n_pad][D_pad], K and V tiles in B-operand form (for tasks that pack their own), P
+// [n_pad][kKeys]; f32 scores [n_pad][kKeys], accumulators [n_pad][Dv_pad], running max and sum.
 struct AmxWorkspace {
-  std::vector<uint16_t> q, k, v, p;
-  std::vector<float> s, acc, m, l;
+  uint16_t *q, *k, *v, *p;
+  float *s, *acc, *m, *l;
+  static AmxWorkspace carve(Carver& c, int64_t n, int64_t D, int64_t Dv) {
+    const int64_t n_pad = round_up(n, 32), D_pad = round_up(D, 32), Dv_pad = round_up(Dv, 32);
+    return {c.take<uint16_t>(n_pad, D_pad), c.take<uint16_t>(kKeys, D_pad), c.take<uint16_t>(kKeys, Dv_pad),
+            c.take<uint16_t>(n_pad, kKeys), c.take<float>(n_pad, kKeys),    c.take<float>(n_pad, Dv_pad),
+            c.take<float>(n),               c.take<float>(n)};
+  }
 };
 
 // Mask of the first `count` (<= 32) 16-bit lanes.
@@ -199,21 +205,21 @@ void pv_amx(const uint16_t* p, const uint16_t* v, float* acc, int64_t n_pad, int
 // Query rows [i0, i1) of every query head of one kv head's group (accessors as in
 // attention_tasks.hpp; bf16 storage). tiles(j0, jn, jn_pad) gives the packed K and V of keys
 // [j0, j0 + jn) (j0 a multiple of kKeys), zero from Sk on; keys past jn up to jn_pad may be the
-// sequence's next keys, which P leaves out.
-template <class Q, class Tiles, class O, class L>
+// sequence's next keys, which P leaves out. v(j): key j's V row, for tiles whose masked keys hold
+// a non-finite V (pv_of_visible_keys).
+template <class Q, class V, class Tiles, class O, class L>
 void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv,
-                     const MaskParams& mask, Q q, Tiles tiles, O out, L lse, AmxWorkspace& w) {
+                     const MaskParams& mask, Q q, V v, Tiles tiles, O out, L lse, const AmxWorkspace& w) {
   const int64_t rows = i1 - i0, n = group * rows, n_pad = round_up(n, 32);  // row r = g * rows + (i - i0)
   const int64_t D_pad = round_up(D, 32), Dv_pad = round_up(Dv, 32), chunks = D_pad / 32;
-  w.q.assign(size_t(n_pad * D_pad), 0);
+  std::fill(w.q, w.q + n_pad * D_pad, uint16_t(0));
   for (int64_t g = 0; g < group; ++g) {
-    for (int64_t i = i0; i < i1; ++i) std::memcpy(&w.q[size_t((g * rows + i - i0) * D_pad)], q(g, i), size_t(D) * 2);
+    for (int64_t i = i0; i < i1; ++i) std::memcpy(w.q + (g * rows + i - i0) * D_pad, q(g, i), size_t(D) * 2);
   }
-  w.s.resize(size_t(n_pad * kKeys));
-  w.p.assign(size_t(n_pad * kKeys), 0);  // padded rows stay 0
-  w.acc.assign(size_t(n_pad * Dv_pad), 0.0f);
-  w.m.assign(size_t(n), -std::numeric_limits<float>::infinity());
-  w.l.assign(size_t(n), 0.0f);
+  std::fill(w.p, w.p + n_pad * kKeys, uint16_t(0));  // padded rows stay 0
+  std::fill(w.acc, w.acc + n_pad * Dv_pad, 0.0f);
+  std::fill(w.m, w.m + n, -std::numeric_limits<float>::infinity());
+  std::fill(w.l, w.l + n, 0.0f);
   // The scores come out unscaled: the softmax applies scale (and log2(e) for base 2) in f32.
   const float pre = mask.softcap > 0.0f ? mask.scale : mask.scale * kLog2e;
   int64_t lo_all, hi_all;
@@ -222,15 +228,20 @@ void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t 
   for (int64_t j0 = lo_all / kKeys * kKeys; j0 < hi_all; j0 += kKeys) {
     const int64_t jn = std::min(kKeys, hi_all - j0), jn_pad = round_up(jn, 32);
     const auto [k_tile, v_tile] = tiles(j0, jn, jn_pad);
-    scores_amx(w.q.data(), k_tile, w.s.data(), n_pad, jn_pad, chunks);
-    softmax_rows<BF16Native>(mask, i0, rows, n, Sq, Sk, j0, jn, jn_pad, w.s.data(), w.p.data(), kKeys, pre,
-                             w.m.data(), w.l.data(), w.acc.data(), Dv_pad, Dv);
-    pv_amx(w.p.data(), v_tile, w.acc.data(), n_pad, jn_pad, Dv_pad);
+    scores_amx(w.q, k_tile, w.s, n_pad, jn_pad, chunks);
+    const bool masked = softmax_rows<BF16Native>(mask, i0, rows, n, Sq, Sk, j0, jn, jn_pad, w.s, w.p, kKeys, pre,
+                                                 w.m, w.l, w.acc, Dv_pad, Dv);
+    const auto v_row = [&](int64_t j) { return v(j0 + j); };
+    if (masked && any_non_finite<BF16>(v_row, jn, Dv)) {
+      pv_of_visible_keys<BF16, BF16>(mask, i0, rows, n, Sq, Sk, j0, jn, w.p, kKeys, v_row, Dv, w.acc, Dv_pad);
+    } else {
+      pv_amx(w.p, v_tile, w.acc, n_pad, jn_pad, Dv_pad);
+    }
   }
   amx_release();
   for (int64_t r = 0; r < n; ++r) {
     const int64_t g = r / rows, i = i0 + r % rows;
-    finish_row<BF16Native>(&w.acc[size_t(r * Dv_pad)], w.l[size_t(r)], w.m[size_t(r)], Dv, out(g, i), lse(g, i));
+    finish_row<BF16Native>(w.acc + r * Dv_pad, w.l[r], w.m[r], Dv, out(g, i), lse(g, i));
   }
 }
 #endif  // XHAL_CPU_AVX512
@@ -316,8 +327,9 @@ class PackedPairs {
 };
 #endif  // XHAL_CPU_AVX512
 
-// False where this target has no AVX-512 (the kernel's `supports` keeps it from running there).
-bool attention_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched) {
+// XHAL_ERR_OUT_OF_MEMORY when the allocator had no workspaces to give; XHAL_ERR_INTERNAL where this
+// target has no AVX-512 (the kernel's `supports` keeps it from running there).
+xhal_status attention_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched) {
 #ifdef XHAL_CPU_AVX512
   const MaskParams mask = MaskParams::from(c->params);
   const AttentionRows<uint16_t> at(c, seqs, batched);
@@ -325,32 +337,36 @@ bool attention_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs,
   PackedPairs packed(at, mask);
   int64_t scratch_bytes;
   const std::vector<std::pair<int64_t, int64_t>> groups = packed.groups(&scratch_bytes);
+  const AttentionTasks<uint16_t> all(at, rows, 0, int64_t(seqs.size()) * at.kv_heads());
+  const int64_t n = at.q.size(-2) == 0 ? 0 : at.group() * all.max_rows(), D = at.q.size(-1), Dv = at.v.size(-1);
+  Carver sizing;
+  AmxWorkspace::carve(sizing, n, D, Dv);
+  const ThreadWorkspaces workspaces(c, sizing.bytes(), all.count());
+  if (!workspaces.ok()) return XHAL_ERR_OUT_OF_MEMORY;
   // Where the allocator has no scratch to give, each task packs the tiles it sees instead.
-  const Scratch scratch(c, size_t(scratch_bytes));
+  const Scratch scratch(c, scratch_bytes);
   const bool pack_once = scratch.data() != nullptr;
   for (const auto [p0, p1] : groups) {
     if (pack_once) packed.pack(p0, p1, static_cast<uint16_t*>(scratch.data()));
-    for_each_attention_task_of_pairs(
-        at, rows, p0, p1,
-        [&](int64_t pair, int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, auto q,
-            auto k, auto v, auto out, auto lse) {
-          thread_local AmxWorkspace w;
+    AttentionTasks<uint16_t>(at, rows, p0, p1)
+        .run(workspaces.threads(), [&](int64_t pair, int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk,
+                                       int64_t, int64_t, auto q, auto k, auto v, auto out, auto lse) {
+          Carver carver(workspaces.of_this_thread());
+          const AmxWorkspace w = AmxWorkspace::carve(carver, n, D, Dv);
           const auto tiles = [&](int64_t j0, int64_t jn, int64_t jn_pad) {
             if (pack_once) return packed.tile(pair, j0);
             const int64_t D_pad = round_up(D, 32), Dv_pad = round_up(Dv, 32);
-            w.k.resize(size_t(kKeys * D_pad));
-            w.v.resize(size_t(kKeys * Dv_pad));
-            pack_k(k, j0, jn, jn_pad, D, D_pad / 32, w.k.data());
-            pack_v(v, j0, jn, jn_pad, Dv, Dv_pad, w.v.data());
-            return std::pair<const uint16_t*, const uint16_t*>(w.k.data(), w.v.data());
+            pack_k(k, j0, jn, jn_pad, D, D_pad / 32, w.k);
+            pack_v(v, j0, jn, jn_pad, Dv, Dv_pad, w.v);
+            return std::pair<const uint16_t*, const uint16_t*>(w.k, w.v);
           };
-          attend_tile_amx(g, i0, i1, Sq, Sk, D, Dv, mask, q, tiles, out, lse, w);
+          attend_tile_amx(g, i0, i1, Sq, Sk, D, Dv, mask, q, v, tiles, out, lse, w);
         });
   }
-  return true;
+  return XHAL_OK;
 #else
   (void)c, (void)seqs, (void)batched;
-  return false;
+  return XHAL_ERR_INTERNAL;
 #endif
 }
 
@@ -372,11 +388,12 @@ const char* amx_supports(const xhal_op_call*) {
 
 xhal_status run_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched, char* msg,
                     size_t len) {
-  if (!HWY_DYNAMIC_DISPATCH(attention_amx)(c, seqs, batched)) {
-    return kernel_error(msg, len, XHAL_ERR_INTERNAL, "%s: the AMX kernel was dispatched to a target without AVX-512",
-                        batched ? "attention" : "attention_varlen");
+  const char* op = batched ? "attention" : "attention_varlen";
+  switch (const xhal_status s = HWY_DYNAMIC_DISPATCH(attention_amx)(c, seqs, batched)) {
+    case XHAL_OK: return XHAL_OK;
+    case XHAL_ERR_OUT_OF_MEMORY: return kernel_error(msg, len, s, "%s: no memory for the kernel's workspaces", op);
+    default: return kernel_error(msg, len, s, "%s: the AMX kernel was dispatched to a target without AVX-512", op);
   }
-  return XHAL_OK;
 }
 
 template <class E>

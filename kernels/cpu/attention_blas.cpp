@@ -23,6 +23,7 @@
 #include "kernels/cpu/attention_tasks.hpp"
 #include "kernels/cpu/blas.hpp"
 #include "kernels/cpu/cache_size.hpp"
+#include "kernels/cpu/scratch.hpp"
 #include "kernels/cpu/simd_element-inl.h"
 #include "kernels/cpu/simd_math-inl.h"
 
@@ -35,44 +36,51 @@ namespace xhal::cpu::HWY_NAMESPACE {
 constexpr int64_t kMaxRows = 256, kMinRows = 32;
 constexpr int64_t kKeys = 256;  // keys per tile
 
-// A thread's buffers, reused from task to task.
+// A thread's buffers for tasks of up to n rows and tiles of `keys` keys, carved from its workspace
+// (scratch.hpp): f32 queries, a tile of K and V, scores, accumulators, running max and sum.
 struct Workspace {
-  std::vector<float> q, k, v, s, acc, m, l;
+  float *q, *k, *v, *s, *acc, *m, *l;
+  int64_t keys;
+  static Workspace carve(Carver& c, int64_t n, int64_t keys, int64_t D, int64_t Dv) {
+    return {c.take<float>(n, D),  c.take<float>(keys, D), c.take<float>(keys, Dv), c.take<float>(n, keys),
+            c.take<float>(n, Dv), c.take<float>(n),       c.take<float>(n),        keys};
+  }
 };
 
 // Query rows [i0, i1) of every query head of one kv head's group (accessors as in
 // attention_tasks.hpp).
 template <class E, class Q, class K, class V, class O, class L>
 void attend_tile_blas(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv,
-                      const MaskParams& mask, Q q, K k, V v, O out, L lse, Workspace& w) {
+                      const MaskParams& mask, Q q, K k, V v, O out, L lse, const Workspace& w) {
   const int64_t rows = i1 - i0, n = group * rows;  // row r = g * rows + (i - i0)
-  w.q.resize(size_t(n * D));
-  w.k.resize(size_t(kKeys * D));
-  w.v.resize(size_t(kKeys * Dv));
-  w.s.resize(size_t(n * kKeys));
-  w.acc.assign(size_t(n * Dv), 0.0f);
-  w.m.assign(size_t(n), -std::numeric_limits<float>::infinity());
-  w.l.assign(size_t(n), 0.0f);
+  std::fill(w.acc, w.acc + n * Dv, 0.0f);
+  std::fill(w.m, w.m + n, -std::numeric_limits<float>::infinity());
+  std::fill(w.l, w.l + n, 0.0f);
   const float q_scale = mask.softcap > 0.0f ? mask.scale : mask.scale * kLog2e;
   for (int64_t g = 0; g < group; ++g) {
-    for (int64_t i = i0; i < i1; ++i) convert_row<E>(q(g, i), &w.q[size_t((g * rows + i - i0) * D)], D, q_scale);
+    for (int64_t i = i0; i < i1; ++i) convert_row<E>(q(g, i), w.q + (g * rows + i - i0) * D, D, q_scale);
   }
   int64_t lo_all, hi_all;
   mask.visible_range_of_rows(i0, i1, Sq, Sk, &lo_all, &hi_all);
-  for (int64_t j0 = lo_all; j0 < hi_all; j0 += kKeys) {
-    const int64_t jn = std::min(kKeys, hi_all - j0);
+  for (int64_t j0 = lo_all; j0 < hi_all; j0 += w.keys) {
+    const int64_t jn = std::min(w.keys, hi_all - j0);
     for (int64_t j = 0; j < jn; ++j) {
-      convert_row<E>(k(j0 + j), &w.k[size_t(j * D)], D, 1.0f);
-      convert_row<E>(v(j0 + j), &w.v[size_t(j * Dv)], Dv, 1.0f);
+      convert_row<E>(k(j0 + j), w.k + j * D, D, 1.0f);
+      convert_row<E>(v(j0 + j), w.v + j * Dv, Dv, 1.0f);
     }
-    gemm_nt(n, jn, D, w.q.data(), D, w.k.data(), D, w.s.data(), jn, false);
-    softmax_rows<F32>(mask, i0, rows, n, Sq, Sk, j0, jn, jn, w.s.data(), w.s.data(), jn, 1.0f, w.m.data(), w.l.data(),
-                      w.acc.data(), Dv, Dv);
-    gemm_nn(n, Dv, jn, w.s.data(), jn, w.v.data(), Dv, w.acc.data(), Dv, true);
+    gemm_nt(n, jn, D, w.q, D, w.k, D, w.s, jn, false);
+    const bool masked = softmax_rows<F32>(mask, i0, rows, n, Sq, Sk, j0, jn, jn, w.s, w.s, jn, 1.0f, w.m, w.l, w.acc,
+                                          Dv, Dv);
+    const auto v_row = [&](int64_t j) { return w.v + j * Dv; };
+    if (masked && any_non_finite<F32>(v_row, jn, Dv)) {
+      pv_of_visible_keys<F32, F32>(mask, i0, rows, n, Sq, Sk, j0, jn, w.s, jn, v_row, Dv, w.acc, Dv);
+    } else {
+      gemm_nn(n, Dv, jn, w.s, jn, w.v, Dv, w.acc, Dv, true);
+    }
   }
   for (int64_t r = 0; r < n; ++r) {
     const int64_t g = r / rows, i = i0 + r % rows;
-    finish_row<E>(&w.acc[size_t(r * Dv)], w.l[size_t(r)], w.m[size_t(r)], Dv, out(g, i), lse(g, i));
+    finish_row<E>(w.acc + r * Dv, w.l[r], w.m[r], Dv, out(g, i), lse(g, i));
   }
 }
 
@@ -87,18 +95,30 @@ int64_t task_rows(const xhal_op_call* c) {
   return n;
 }
 
-void attention_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched) {
+// False when the allocator had no workspaces to give (*workspace_bytes: what one thread needed).
+bool attention_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched,
+                    int64_t* workspace_bytes) {
   const MaskParams mask = MaskParams::from(c->params);
   const int64_t rows = std::max<int64_t>(8, task_rows(c) / std::max<int64_t>(1, query_group(c)));
+  bool ok = true;
   with_element(c->dtype, [&]<class E>() {
-    for_each_attention_task<typename E::Storage>(
-        seqs, batched, c, rows,
-        [&](int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, auto q, auto k,
-            auto v, auto out, auto lse) {
-          thread_local Workspace w;
-          attend_tile_blas<E>(g, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse, w);
-        });
+    const AttentionRows<typename E::Storage> at(c, seqs, batched);
+    const auto tasks = all_attention_tasks(at, rows);
+    const int64_t n = at.q.size(-2) == 0 ? 0 : at.group() * tasks.max_rows(), D = at.q.size(-1), Dv = at.v.size(-1);
+    const int64_t keys = std::clamp<int64_t>(tasks.max_keys(), 1, kKeys);
+    Carver sizing;
+    Workspace::carve(sizing, n, keys, D, Dv);
+    *workspace_bytes = sizing.bytes();
+    const ThreadWorkspaces workspaces(c, sizing.bytes(), tasks.count());
+    if (!(ok = workspaces.ok())) return;
+    tasks.run(workspaces.threads(), [&](int64_t, int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t,
+                                        int64_t, auto q, auto k, auto v, auto out, auto lse) {
+      Carver carver(workspaces.of_this_thread());
+      attend_tile_blas<E>(g, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse,
+                          Workspace::carve(carver, n, keys, D, Dv));
+    });
   });
+  return ok;
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE
@@ -110,12 +130,18 @@ namespace xhal::cpu {
 HWY_EXPORT(attention_blas);
 
 namespace {
+xhal_status run_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched, char* msg,
+                     size_t len) {
+  int64_t bytes = 0;
+  if (HWY_DYNAMIC_DISPATCH(attention_blas)(c, seqs, batched, &bytes)) return XHAL_OK;
+  return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "%s: no memory for the kernel's workspaces (%lld bytes per thread%s)",
+                      batched ? "attention" : "attention_varlen", (long long)bytes,
+                      bytes < 0 ? ": the size overflows" : "");
+}
+
 template <class E>
 struct AttentionBlas {
-  static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    HWY_DYNAMIC_DISPATCH(attention_blas)(c, batched_spans(c), true);
-    return XHAL_OK;
-  }
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) { return run_blas(c, batched_spans(c), true, msg, len); }
 };
 
 template <class E>
@@ -123,8 +149,7 @@ struct AttentionVarlenBlas {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     std::vector<SequenceSpan> seqs;
     if (const xhal_status s = varlen_spans(c, msg, len, &seqs); s != XHAL_OK) return s;
-    HWY_DYNAMIC_DISPATCH(attention_blas)(c, seqs, false);
-    return XHAL_OK;
+    return run_blas(c, seqs, false, msg, len);
   }
 };
 }  // namespace

@@ -70,7 +70,7 @@ void softmax_row(float* s, typename E::Storage* p, int64_t width, int64_t a, int
     for (int k = 0; k < kCount; ++k) {
       x[k] = hn::Sub(hn::LoadU(df, s + at + k * lanes), sv);
 #ifndef XHAL_CPU_AVX512
-      x[k] = hn::Max(x[k], floor);
+      x[k] = hn::Max(floor, x[k]);  // NaN second: x86's max returns it, so a NaN score stays NaN
 #endif
     }
     exp2_of_products<kDegree>(e, x, pv);
@@ -104,14 +104,18 @@ void softmax_row(float* s, typename E::Storage* p, int64_t width, int64_t a, int
 // softmax_row for rows [0, n) of a task's score tile, the tile holding keys [j0, j0 + jn): row r is
 // query i0 + r % rows of its head and sees the keys its mask allows; a row that sees none of the
 // tile gets P = 0 over [0, width). Rows of s and p are `stride` elements apart, of acc acc_stride.
+// Returns whether the mask hid any of the tile's keys from any row (P has zeros that P V must not
+// multiply by a non-finite V: pv_of_visible_keys).
 template <class E>
-void softmax_rows(const MaskParams& mask, int64_t i0, int64_t rows, int64_t n, int64_t Sq, int64_t Sk, int64_t j0,
+bool softmax_rows(const MaskParams& mask, int64_t i0, int64_t rows, int64_t n, int64_t Sq, int64_t Sk, int64_t j0,
                   int64_t jn, int64_t width, float* s, typename E::Storage* p, int64_t stride, float pre, float* m,
                   float* l, float* acc, int64_t acc_stride, int64_t Dv) {
+  bool masked = false;
   for (int64_t r = 0; r < n; ++r) {
     int64_t lo, hi;
     mask.visible_range(i0 + r % rows, Sq, Sk, &lo, &hi);
     const int64_t a = std::clamp(lo - j0, int64_t(0), jn), b = std::clamp(hi - j0, int64_t(0), jn);
+    masked |= a != 0 || b != jn;
     typename E::Storage* p_row = p + r * stride;
     if (a >= b) {
       std::fill(p_row, p_row + width, E::store(0.0f));
@@ -119,20 +123,54 @@ void softmax_rows(const MaskParams& mask, int64_t i0, int64_t rows, int64_t n, i
     }
     softmax_row<E>(s + r * stride, p_row, width, a, b, pre, mask.softcap, m + r, l + r, acc + r * acc_stride, Dv);
   }
+  return masked;
+}
+
+// Whether any of the tile's jn V rows (v(j) the row of its key j, as VE) holds an infinity or NaN.
+template <class VE, class VRow>
+bool any_non_finite(VRow v, int64_t jn, int64_t Dv) {
+  for (int64_t j = 0; j < jn; ++j) {
+    const typename VE::Storage* row = v(j);
+    for (int64_t d = 0; d < Dv; ++d) {
+      if (!std::isfinite(VE::load(row[d]))) return true;
+    }
+  }
+  return false;
+}
+
+// acc += P V over each row's visible keys only, for a tile where the mask hid keys from some rows
+// and V is not finite: the matrix product would give those rows 0 * inf = NaN. P as PE (its rows
+// `stride` apart), V rows v(j) as VE; rows as in softmax_rows. Exact, and slow: it runs only then.
+template <class PE, class VE, class VRow>
+void pv_of_visible_keys(const MaskParams& mask, int64_t i0, int64_t rows, int64_t n, int64_t Sq, int64_t Sk,
+                        int64_t j0, int64_t jn, const typename PE::Storage* p, int64_t stride, VRow v, int64_t Dv,
+                        float* acc, int64_t acc_stride) {
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t lo, hi;
+    mask.visible_range(i0 + r % rows, Sq, Sk, &lo, &hi);
+    const int64_t a = std::clamp(lo - j0, int64_t(0), jn), b = std::clamp(hi - j0, int64_t(0), jn);
+    float* acc_row = acc + r * acc_stride;
+    for (int64_t j = a; j < b; ++j) {
+      const float pj = PE::load(p[r * stride + j]);
+      const typename VE::Storage* row = v(j);
+      for (int64_t d = 0; d < Dv; ++d) acc_row[d] += pj * VE::load(row[d]);
+    }
+  }
 }
 
 // A finished row: out = acc / l as E, and lse (when asked for) in natural log; a row that saw no
-// key gets 0 and lse = -inf.
+// key gets 0 and lse = -inf; a NaN row NaN in both.
 template <class E>
 void finish_row(const float* acc, float l, float m, int64_t Dv, typename E::Storage* out, float* lse) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  // l == 0: the row saw no key. A NaN l (a NaN query or score) is not that: it reaches out and lse.
+  const float inv = l == 0.0f ? 0.0f : 1.0f / l;
   const auto vinv = hn::Set(df, inv);
   int64_t d = 0;
   for (; d + lanes <= Dv; d += lanes) store_f32<E>(hn::Mul(hn::LoadU(df, acc + d), vinv), out + d);
   for (; d < Dv; ++d) out[d] = E::store(acc[d] * inv);
-  if (lse != nullptr) *lse = l > 0.0f ? m * kLn2 + std::log(l) : -std::numeric_limits<float>::infinity();
+  if (lse != nullptr) *lse = l == 0.0f ? -std::numeric_limits<float>::infinity() : m * kLn2 + std::log(l);
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE

@@ -1,7 +1,8 @@
 // How the CPU's attention kernels split attention and attention_varlen into tasks: one per
 // (sequence, kv head, tile of query rows), run in parallel with OpenMP, each handed accessors to
 // its rows (the layout-specific indexing lives here once). Shared by the reference kernel
-// (attention.cpp) and the BLAS one (attention_blas.cpp), which differ in the core they run.
+// (attention.cpp), the BLAS one (attention_blas.cpp) and the AMX one, which differ in the core
+// they run.
 #pragma once
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "kernel_registration.hpp"
+#include "region_errors.hpp"
+#include "scratch.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
@@ -32,7 +35,8 @@ inline std::vector<SequenceSpan> batched_spans(const xhal_op_call* c) {
 }
 
 // attention_varlen: the spans of cu_seqlens_q/k, checked (non-decreasing, within the tokens and
-// max_seqlen) before anything is written.
+// max_seqlen) before anything is written; then a span without keys for the rows past the last
+// sequence, if any.
 inline xhal_status varlen_spans(const xhal_op_call* c, char* msg, size_t len, std::vector<SequenceSpan>* seqs) {
   const TensorRef<const int32_t> cu_q(c->t[XHAL_SLOT_CU_SEQLENS_Q]), cu_k(c->t[XHAL_SLOT_CU_SEQLENS_K]);
   const int64_t Tq = c->t[XHAL_SLOT_Q]->shape[0], Tk = c->t[XHAL_SLOT_K]->shape[0];
@@ -59,6 +63,9 @@ inline xhal_status varlen_spans(const xhal_op_call* c, char* msg, size_t len, st
   for (int64_t b = 0; b < batch; ++b) {
     seqs->push_back({*cu_q.at(b), *cu_q.at(b + 1) - *cu_q.at(b), *cu_k.at(b), *cu_k.at(b + 1) - *cu_k.at(b)});
   }
+  // Query rows past the last sequence belong to none: one more span of them with no keys, so they
+  // are written as rows that see no key (0, lse -inf) and every output is written in full.
+  if (const int64_t covered = *cu_q.at(batch); covered < Tq) seqs->push_back({covered, Tq - covered, 0, 0});
   return XHAL_OK;
 }
 
@@ -101,52 +108,81 @@ struct AttentionRows {
   }
 };
 
-// Calls core(pair, group, i0, i1, Sq, Sk, D, Dv, q, k, v, out, lse) in parallel for every task of
-// the (sequence, kv head) pairs [pair0, pair1) (pair = sequence * Hkv + kv head), with accessors
-// q(g, i), k(j), v(j), out(g, i) (row pointers of query head g of the task's group, key j) and
-// lse(g, i) (float* or nullptr). `query_rows`: rows per task.
-template <class S, class Core>
-void for_each_attention_task_of_pairs(const AttentionRows<S>& at, int64_t query_rows, int64_t pair0, int64_t pair1,
-                                      Core core) {
-  const int64_t Hkv = at.kv_heads(), D = at.q.size(-1), Dv = at.v.size(-1);
-  if (at.q.size(-2) == 0) return;
-  const int64_t group = at.group();
+// The tasks of the (sequence, kv head) pairs [pair0, pair1) (pair = sequence * Hkv + kv head): one
+// per tile of `query_rows` query rows, largest first, so that the threads' last tasks end close
+// together (a task's rows times the keys its last row may see under a causal mask).
+template <class S>
+class AttentionTasks {
+ public:
+  AttentionTasks(const AttentionRows<S>& at, int64_t query_rows, int64_t pair0, int64_t pair1)
+      : at_(at), query_rows_(query_rows) {
+    if (at.q.size(-2) == 0) return;
+    const int64_t Hkv = at.kv_heads();
+    for (int64_t pair = pair0; pair < pair1; ++pair) {
+      const SequenceSpan& seq = at.seqs[size_t(pair / Hkv)];
+      for (int64_t i0 = 0; i0 < seq.Sq; i0 += query_rows) tasks_.push_back({pair / Hkv, pair % Hkv, i0});
+      max_rows_ = std::max(max_rows_, std::min(query_rows, seq.Sq));
+      max_keys_ = std::max(max_keys_, seq.Sk);
+    }
+    const auto cost = [&](const Task& t) {
+      const SequenceSpan& seq = at.seqs[size_t(t.seq)];
+      const int64_t i1 = std::min(t.i0 + query_rows, seq.Sq);
+      return (i1 - t.i0) * std::min(seq.Sk, i1 + seq.Sk - seq.Sq);
+    };
+    std::stable_sort(tasks_.begin(), tasks_.end(), [&](const Task& a, const Task& b) { return cost(a) > cost(b); });
+  }
+  int64_t count() const { return int64_t(tasks_.size()); }
+  // The most query rows of one head in a task, and the most keys a task's sequence has: what a
+  // thread's workspace is sized by.
+  int64_t max_rows() const { return max_rows_; }
+  int64_t max_keys() const { return max_keys_; }
+
+  // Calls core(pair, group, i0, i1, Sq, Sk, D, Dv, q, k, v, out, lse) for every task on `threads`
+  // OpenMP threads, with accessors q(g, i), k(j), v(j), out(g, i) (row pointers of query head g of
+  // the task's group, key j) and lse(g, i) (float* or nullptr). An exception a task throws is
+  // rethrown after the region (region_errors.hpp).
+  template <class Core>
+  void run(int threads, Core core) const {
+    const int64_t Hkv = at_.kv_heads(), D = at_.q.size(-1), Dv = at_.v.size(-1), group = at_.group();
+    RegionErrors errors;
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+    for (int64_t t = 0; t < count(); ++t) {
+      errors.capture([&] {
+        const Task task = tasks_[size_t(t)];
+        const SequenceSpan& seq = at_.seqs[size_t(task.seq)];
+        const int64_t b = task.seq, hq0 = task.hkv * group;
+        core(b * Hkv + task.hkv, group, task.i0, std::min(task.i0 + query_rows_, seq.Sq), seq.Sq, seq.Sk, D, Dv,
+             [&](int64_t g, int64_t i) { return at_.query(b, i, hq0 + g); },
+             [&](int64_t j) { return at_.key(b, j, task.hkv); },
+             [&](int64_t j) { return at_.value(b, j, task.hkv); },
+             [&](int64_t g, int64_t i) { return at_.output(b, i, hq0 + g); },
+             [&](int64_t g, int64_t i) { return at_.lse_of(b, i, hq0 + g); });
+      });
+    }
+    errors.rethrow();
+  }
+
+ private:
   struct Task {
     int64_t seq, hkv, i0;
   };
-  std::vector<Task> tasks;
-  for (int64_t pair = pair0; pair < pair1; ++pair) {
-    const int64_t b = pair / Hkv, h = pair % Hkv;
-    for (int64_t i0 = 0; i0 < at.seqs[size_t(b)].Sq; i0 += query_rows) tasks.push_back({b, h, i0});
-  }
-  // Largest first, so that the threads' last tasks end close together: a task's rows times the keys
-  // its last row may see under a causal mask (rows late in a sequence see the most).
-  const auto cost = [&](const Task& t) {
-    const SequenceSpan& seq = at.seqs[size_t(t.seq)];
-    const int64_t i1 = std::min(t.i0 + query_rows, seq.Sq);
-    return (i1 - t.i0) * std::min(seq.Sk, i1 + seq.Sk - seq.Sq);
-  };
-  std::stable_sort(tasks.begin(), tasks.end(), [&](const Task& a, const Task& b) { return cost(a) > cost(b); });
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t t = 0; t < int64_t(tasks.size()); ++t) {
-    const Task task = tasks[size_t(t)];
-    const SequenceSpan& seq = at.seqs[size_t(task.seq)];
-    const int64_t b = task.seq, hq0 = task.hkv * group;
-    core(b * Hkv + task.hkv, group, task.i0, std::min(task.i0 + query_rows, seq.Sq), seq.Sq, seq.Sk, D, Dv,
-         [&](int64_t g, int64_t i) { return at.query(b, i, hq0 + g); },
-         [&](int64_t j) { return at.key(b, j, task.hkv); }, [&](int64_t j) { return at.value(b, j, task.hkv); },
-         [&](int64_t g, int64_t i) { return at.output(b, i, hq0 + g); },
-         [&](int64_t g, int64_t i) { return at.lse_of(b, i, hq0 + g); });
-  }
+  const AttentionRows<S>& at_;
+  int64_t query_rows_;
+  std::vector<Task> tasks_;
+  int64_t max_rows_ = 0, max_keys_ = 0;
+};
+
+// The tasks of every pair of the call.
+template <class S>
+AttentionTasks<S> all_attention_tasks(const AttentionRows<S>& at, int64_t query_rows) {
+  return AttentionTasks<S>(at, query_rows, 0, int64_t(at.seqs.size()) * at.kv_heads());
 }
 
-// for_each_attention_task_of_pairs over every pair, core called without the pair.
-template <class S, class Core>
-void for_each_attention_task(const std::vector<SequenceSpan>& seqs, bool batched, const xhal_op_call* c,
-                             int64_t query_rows, Core core) {
-  const AttentionRows<S> at(c, seqs, batched);
-  for_each_attention_task_of_pairs(at, query_rows, 0, int64_t(seqs.size()) * at.kv_heads(),
-                                   [&](int64_t, auto&&... args) { core(args...); });
+// The error of a kernel whose per-thread workspaces the allocator could not give.
+inline xhal_status workspace_error(char* msg, size_t len, const char* op, const ThreadWorkspaces& ws) {
+  return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY,
+                      "%s: no memory for the kernel's workspaces (%d threads x %lld bytes%s)", op, ws.threads(),
+                      (long long)ws.bytes_each(), ws.bytes_each() < 0 ? ": the size overflows" : "");
 }
 
 }  // namespace xhal::cpu

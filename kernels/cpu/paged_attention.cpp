@@ -4,6 +4,8 @@
 #include "attention_core.hpp"
 #include "kernel_registration.hpp"
 #include "paged_attention_checks.hpp"
+#include "region_errors.hpp"
+#include "scratch.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
@@ -21,23 +23,32 @@ struct PagedAttentionKernel {
     const int64_t block_size = kc.size(1), Hkv = kc.size(2);
     if (const xhal_status s = check_paged_tables(c, msg, len); s != XHAL_OK) return s;
     if (Hq == 0) return XHAL_OK;
-    const int64_t group = Hq / Hkv;
+    const int64_t group = Hq / Hkv, max_keys = table.size(1) * block_size;
     const MaskParams mask = MaskParams::from(c->params);
-#pragma omp parallel for collapse(2) schedule(dynamic)
+    const ThreadWorkspaces workspaces(c, CoreBuffers::bytes(group, max_keys, D, Dv), B * Hkv);
+    if (!workspaces.ok()) {
+      return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "paged_attention: no memory for the kernel's workspaces");
+    }
+    RegionErrors errors;
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(workspaces.threads())
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t h = 0; h < Hkv; ++h) {
-        const int64_t L = *lens.at(b);
-        auto cached = [&](const TensorRef<const S>& cache, int64_t j) {
-          return cache.at(*table.at(b, j / block_size), j % block_size, h, 0);
-        };
-        attend_group<E>(
-            group, 0, 1, 1, L, D, Dv, mask,
-            [&](int64_t g, int64_t) { return q.at(b, h * group + g, 0); },
-            [&](int64_t j) { return cached(kc, j); }, [&](int64_t j) { return cached(vc, j); },
-            [&](int64_t g, int64_t) { return out.at(b, h * group + g, 0); },
-            [](int64_t, int64_t) -> float* { return nullptr; });
+        errors.capture([&] {
+          const int64_t L = *lens.at(b);
+          auto cached = [&](const TensorRef<const S>& cache, int64_t j) {
+            return cache.at(*table.at(b, j / block_size), j % block_size, h, 0);
+          };
+          Carver carver(workspaces.of_this_thread());
+          attend_group<E>(
+              group, 0, 1, 1, L, D, Dv, mask, [&](int64_t g, int64_t) { return q.at(b, h * group + g, 0); },
+              [&](int64_t j) { return cached(kc, j); }, [&](int64_t j) { return cached(vc, j); },
+              [&](int64_t g, int64_t) { return out.at(b, h * group + g, 0); },
+              [](int64_t, int64_t) -> float* { return nullptr; },
+              CoreBuffers::carve(carver, group, CoreBuffers::keys_for(max_keys), D, Dv));
+        });
       }
     }
+    errors.rethrow();
     return XHAL_OK;
   }
 };

@@ -28,6 +28,8 @@
 
 #include "kernels/cpu/attention_core.hpp"
 #include "kernels/cpu/paged_attention_checks.hpp"
+#include "kernels/cpu/region_errors.hpp"
+#include "kernels/cpu/scratch.hpp"
 #include "kernels/cpu/simd_dot-inl.h"
 #include "kernels/cpu/simd_element-inl.h"
 #include "kernels/cpu/simd_math-inl.h"
@@ -50,13 +52,6 @@ struct Partial {
   static Partial at(float* base, int64_t rows) { return {base, base + rows, base + 2 * rows}; }
 };
 
-// Buffers that keep their memory from call to call: allocations of this size would be mapped and
-// zeroed by the kernel on every call.
-template <class T>
-std::vector<T>& scratch(int which) {
-  thread_local std::vector<T> buffers[3];
-  return buffers[which];
-}
 
 // Brings a line, or a row of `bytes`, into L2 ahead of its use. Not into L1: a tile's K and V rows
 // for all kv heads (128 KiB at D = 128, 8 kv heads) outgrow any L1, so L1 prefetches evicted each
@@ -130,7 +125,8 @@ void softmax_tile(float* s, int64_t keys, const MaskParams& mask, float* m, floa
   const auto mv = hn::Set(df, m_new), floor = hn::Set(df, -126.0f);
   auto vsum = hn::Zero(df);
   for (int64_t j = 0; j < full; j += lanes) {
-    const auto p = exp2_on_range<5>(hn::Max(hn::Sub(hn::LoadU(df, s + j), mv), floor));
+    // NaN second: x86's max returns it, so a NaN score (a NaN query) stays NaN.
+    const auto p = exp2_on_range<5>(hn::Max(floor, hn::Sub(hn::LoadU(df, s + j), mv)));
     hn::StoreU(p, df, s + j);
     vsum = hn::Add(vsum, p);
   }
@@ -149,7 +145,7 @@ void softmax_tile(float* s, int64_t keys, const MaskParams& mask, float* m, floa
 }
 
 template <class E, int R>
-void paged_decode_typed(const xhal_op_call* c) {
+bool paged_decode_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
   using Q = DotElement<E>;
   constexpr int64_t K = kSumBlock / R;  // keys per score block
@@ -169,10 +165,21 @@ void paged_decode_typed(const xhal_op_call* c) {
   // dropped.
   const int64_t rows = (group + R - 1) / R * R;
   const int64_t partial_floats = Partial::floats(rows, Dv);
-  std::vector<float>& partials = scratch<float>(0);  // the calling thread's; the workers' are their own
-  partials.resize(size_t(B * Hkv * splits * partial_floats));
+  // From the core's allocator, whose cache keeps them from call to call (fresh pages would be mapped
+  // and zeroed by the OS on every call): the splits' partial results, and each thread's queries
+  // [kv head][row][dim] and scores [kv head][row][key of the tile] (its merged row, later).
+  Carver partials_size;
+  partials_size.take<float>(B * Hkv * splits, partial_floats);
+  const Scratch partials(c, partials_size.bytes());
+  const auto thread_buffers = [&](Carver& carver) {
+    return std::pair{carver.take<Q>(Hkv * rows, D), carver.take<float>(Hkv * rows, std::max(kTile, Dv))};
+  };
+  Carver thread_size;
+  thread_buffers(thread_size);
+  const ThreadWorkspaces workspaces(c, thread_size.bytes(), B * splits);
+  if (partials.data() == nullptr || !workspaces.ok()) return false;
   auto partial = [&](int64_t b, int64_t h, int64_t split) {
-    return Partial::at(partials.data() + (((b * Hkv + h) * splits + split) * partial_floats), rows);
+    return Partial::at(partials.get() + (((b * Hkv + h) * splits + split) * partial_floats), rows);
   };
   const int64_t k_row_bytes = D * int64_t(sizeof(S));
   const int64_t tasks = B * splits;
@@ -184,12 +191,12 @@ void paged_decode_typed(const xhal_op_call* c) {
     const int64_t per_split = (hi - lo + splits - 1) / splits;
     *k0 = lo + (t % splits) * per_split, *k1 = std::min(hi, *k0 + per_split);
   };
-#pragma omp parallel
-  {
-    std::vector<Q>& qrows = scratch<Q>(1);  // [kv head][row][dim]
-    std::vector<float>& s = scratch<float>(2);  // [kv head][row][key of the tile]
-    qrows.assign(size_t(Hkv * rows * D), Q{});
-    s.resize(size_t(Hkv * rows * kTile));
+  RegionErrors errors;
+#pragma omp parallel num_threads(workspaces.threads())
+  errors.capture([&] {
+    Carver carver(workspaces.of_this_thread());
+    const auto [qrows, s] = thread_buffers(carver);
+    std::fill(qrows, qrows + Hkv * rows * D, Q{});
     // The slots of this tile and the next: key j's K row of kv head h is k_slot[j] + h * stride.
     const S* k_slot[2][kTile];
     const S* v_slot[2][kTile];
@@ -234,7 +241,7 @@ void paged_decode_typed(const xhal_op_call* c) {
       claimed = -1;
       if (k0 < k1) {
         for (int64_t hq = 0; hq < Hq; ++hq) {
-          prepare_dot_row<E>(q.at(b, hq, 0), D, qrows.data() + (((hq / group) * rows + hq % group) * D));
+          prepare_dot_row<E>(q.at(b, hq, 0), D, qrows + (((hq / group) * rows + hq % group) * D));
         }
         if (!first_ready) locate(b, k0, k1, cur);
         for (int64_t j0 = k0; j0 < k1; j0 += kTile, cur = 1 - cur) {
@@ -251,9 +258,9 @@ void paged_decode_typed(const xhal_op_call* c) {
             for (int64_t h = 0; h < Hkv; ++h) {
               for (int64_t kk = 0; kk < K; ++kk) krows[kk] = k_slot[cur][j + kk] + h * kc.stride(2);
               for (int64_t r0 = 0; r0 < rows; r0 += R) {
-                dot_block<E, R>(qrows.data() + ((h * rows + r0) * D), krows, D, sums);
+                dot_block<E, R>(qrows + ((h * rows + r0) * D), krows, D, sums);
                 for (int r = 0; r < R; ++r) {
-                  std::copy(sums + r * K, sums + (r + 1) * K, s.data() + ((h * rows + r0 + r) * kTile + j));
+                  std::copy(sums + r * K, sums + (r + 1) * K, s + ((h * rows + r0 + r) * kTile + j));
                 }
               }
               if (has_next) {
@@ -263,7 +270,7 @@ void paged_decode_typed(const xhal_op_call* c) {
           }
           for (int64_t h = 0; h < Hkv; ++h) {
             const Partial part = partial(b, h, split);
-            float* sh = s.data() + (h * rows * kTile);
+            float* sh = s + (h * rows * kTile);
             for (int64_t g = 0; g < group; ++g) {
               softmax_tile(sh + g * kTile, keys, mask, part.m + g, part.l + g, part.acc + g * Dv, Dv);
             }
@@ -279,42 +286,49 @@ void paged_decode_typed(const xhal_op_call* c) {
       }
       task = claimed < 0 ? next_task.fetch_add(1) : claimed;
     }
-  }
+  });
+  errors.rethrow();
   // Merge the splits of each (sequence, query head): weights 2^(m_s - M), M the largest max.
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df)), full = Dv / (2 * lanes) * (2 * lanes);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(workspaces.threads())
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t hq = 0; hq < Hq; ++hq) {
       const int64_t h = hq / group, g = hq % group;
       float M = -std::numeric_limits<float>::infinity();
       for (int64_t sp = 0; sp < splits; ++sp) M = std::max(M, partial(b, h, sp).m[g]);
-      std::vector<float>& row = scratch<float>(2);
-      row.assign(size_t(Dv), 0.0f);
+      Carver carver(workspaces.of_this_thread());
+      float* row = thread_buffers(carver).second;
+      std::fill(row, row + Dv, 0.0f);
       float L = 0.0f;
       for (int64_t sp = 0; sp < splits; ++sp) {
         const Partial part = partial(b, h, sp);
         if (part.l[g] == 0.0f) continue;  // no visible key in this split
         const float weight = std::exp2(part.m[g] - M);
         L += part.l[g] * weight;
-        for (int64_t d = 0; d < Dv; ++d) row[size_t(d)] += weight * part.acc[g * Dv + d];
+        for (int64_t d = 0; d < Dv; ++d) row[d] += weight * part.acc[g * Dv + d];
       }
-      const float inv = L > 0.0f ? 1.0f / L : 0.0f;  // no visible key: 0
+      const float inv = L == 0.0f ? 0.0f : 1.0f / L;  // no visible key: 0; NaN stays NaN
       S* o = out.at(b, hq, 0);
       const auto iv = hn::Set(df, inv);
       int64_t d = 0;
       for (; d < full; d += 2 * lanes) {
-        store2_f32<E>(hn::Mul(hn::LoadU(df, &row[size_t(d)]), iv), hn::Mul(hn::LoadU(df, &row[size_t(d + lanes)]), iv), o + d);
+        store2_f32<E>(hn::Mul(hn::LoadU(df, &row[d]), iv), hn::Mul(hn::LoadU(df, &row[d + lanes]), iv), o + d);
       }
-      for (; d < Dv; ++d) o[d] = E::store(row[size_t(d)] * inv);
+      for (; d < Dv; ++d) o[d] = E::store(row[d] * inv);
     }
   }
+  return true;
 }
 
-// R, the query rows per score block, from the GQA group's size.
-void paged_decode(const xhal_op_call* c) {
+// R, the query rows per score block, from the GQA group's size. False when the allocator had no
+// scratch to give.
+bool paged_decode(const xhal_op_call* c) {
   const int64_t group = c->t[XHAL_SLOT_Q]->shape[1] / c->t[XHAL_SLOT_K]->shape[2];
-  with_element(c->dtype, [&]<class E>() { with_rows_per_block(group, [&]<int R>() { paged_decode_typed<E, R>(c); }); });
+  bool ok = false;
+  with_element(c->dtype,
+               [&]<class E>() { with_rows_per_block(group, [&]<int R>() { ok = paged_decode_typed<E, R>(c); }); });
+  return ok;
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE
@@ -331,8 +345,8 @@ struct PagedAttentionSimd {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     if (const xhal_status s = check_paged_tables(c, msg, len); s != XHAL_OK) return s;
     if (c->t[XHAL_SLOT_Q]->shape[0] * c->t[XHAL_SLOT_Q]->shape[1] == 0) return XHAL_OK;
-    HWY_DYNAMIC_DISPATCH(paged_decode)(c);
-    return XHAL_OK;
+    if (HWY_DYNAMIC_DISPATCH(paged_decode)(c)) return XHAL_OK;
+    return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "paged_attention: no memory for the kernel's workspaces");
   }
 };
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "element.hpp"
 #include "kernel_registration.hpp"
+#include "scratch.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
@@ -23,29 +24,33 @@ void normalize_row(float* row, const float* weight, int64_t n, float eps,
 template <class E>
 struct RmsNormKernel {
   using S = typename E::Storage;
-  static xhal_status run(const xhal_op_call* c, char*, size_t) {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     const TensorRef<const S> x(c->t[XHAL_SLOT_X]), w(c->t[XHAL_SLOT_WEIGHT]);
     const TensorRef<S> out(c->t[XHAL_SLOT_NORM_OUT]);
     const TensorRef<S> residual(c->t[XHAL_SLOT_RESIDUAL]);  // fused_add_rms_norm only
     const int64_t n = x.size(-1), rows = x.rows();
     std::vector<float> weight(static_cast<size_t>(n));
     load_row<E>(w.data, weight.data(), n);
-#pragma omp parallel
+    const ThreadWorkspaces workspaces(c, checked_bytes(n, sizeof(float)), rows);  // a row in f32 each
+    if (!workspaces.ok()) {
+      return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "rms_norm: no memory for the kernel's workspaces");
+    }
+#pragma omp parallel num_threads(workspaces.threads())
     {
-      std::vector<float> row(static_cast<size_t>(n));
+      float* row = static_cast<float*>(workspaces.of_this_thread());
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
-        load_row<E>(x.row(r), row.data(), n);
+        load_row<E>(x.row(r), row, n);
         if (residual) {
           // residual = x + residual, stored in its dtype; the norm uses the stored value, as the
           // next layer will.
           S* res = residual.row(r);
           for (int64_t i = 0; i < n; ++i) {
-            res[i] = E::store(row[size_t(i)] + E::load(res[i]));
-            row[size_t(i)] = E::load(res[i]);
+            res[i] = E::store(row[i] + E::load(res[i]));
+            row[i] = E::load(res[i]);
           }
         }
-        normalize_row<E>(row.data(), weight.data(), n, c->params.eps, out.row(r));
+        normalize_row<E>(row, weight.data(), n, c->params.eps, out.row(r));
       }
     }
     return XHAL_OK;

@@ -7,11 +7,13 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/rope_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
-#include <hwy/aligned_allocator.h>
 #include <hwy/highway.h>
+
+#include <utility>
 
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/rope_positions.hpp"
+#include "kernels/cpu/scratch.hpp"
 #include "kernels/cpu/simd_element-inl.h"
 #include "kernels/cpu/tensor_ref.hpp"
 
@@ -86,43 +88,53 @@ void rotate_gptj(typename E::Storage* x, const float* cos_pairs, const float* si
   }
 }
 
+// False when the allocator had no workspaces to give.
 template <class E>
-void rope_typed(const xhal_op_call* c) {
+bool rope_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
   const TensorRef<S> q(c->t[XHAL_SLOT_ROPE_Q]), k(c->t[XHAL_SLOT_ROPE_K]);
   const TensorRef<const float> cache(c->t[XHAL_SLOT_COS_SIN]);
   const DLTensor* positions = c->t[XHAL_SLOT_POSITIONS];
   const int64_t tokens = q.size(0), half = cache.size(1) / 2;
   const bool neox = c->params.rope_neox != 0;
-#pragma omp parallel
+  // Each thread's cos and sin row in the order the rotation reads them.
+  const auto pairs = [&](Carver& carver) { return std::pair{carver.take<float>(2, half), carver.take<float>(2, half)}; };
+  Carver size;
+  pairs(size);
+  const ThreadWorkspaces workspaces(c, size.bytes(), tokens);
+  if (!workspaces.ok()) return false;
+#pragma omp parallel num_threads(workspaces.threads())
   {
-    auto cos_pairs = hwy::AllocateAligned<float>(size_t(2 * half));
-    auto sin_pairs = hwy::AllocateAligned<float>(size_t(2 * half));
+    Carver carver(workspaces.of_this_thread());
+    const auto [cos_pairs, sin_pairs] = pairs(carver);
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < tokens; ++t) {
       const float* cs = cache.at(rope_position(positions, t), 0);
       if (neox) {
-        to_pair_order<E>(cs, cos_pairs.get(), half), to_pair_order<E>(cs + half, sin_pairs.get(), half);
+        to_pair_order<E>(cs, cos_pairs, half), to_pair_order<E>(cs + half, sin_pairs, half);
         // A finite row lets bf16 be rounded without a NaN test; a cache row may hold any float
         // (NaNs whose low bits are set too).
         const auto rotate = all_finite(cs, 2 * half) ? rotate_neox<E, NaNs::from_bf16> : rotate_neox<E, NaNs::any>;
-        for (int64_t h = 0; h < q.size(1); ++h) rotate(q.at(t, h, 0), cos_pairs.get(), sin_pairs.get(), half);
-        for (int64_t h = 0; h < k.size(1); ++h) rotate(k.at(t, h, 0), cos_pairs.get(), sin_pairs.get(), half);
+        for (int64_t h = 0; h < q.size(1); ++h) rotate(q.at(t, h, 0), cos_pairs, sin_pairs, half);
+        for (int64_t h = 0; h < k.size(1); ++h) rotate(k.at(t, h, 0), cos_pairs, sin_pairs, half);
         continue;
       }
       for (int64_t i = 0; i < half; ++i) {
-        cos_pairs[size_t(2 * i)] = cos_pairs[size_t(2 * i + 1)] = cs[i];
-        sin_pairs[size_t(2 * i)] = -cs[half + i];
-        sin_pairs[size_t(2 * i + 1)] = cs[half + i];
+        cos_pairs[2 * i] = cos_pairs[2 * i + 1] = cs[i];
+        sin_pairs[2 * i] = -cs[half + i];
+        sin_pairs[2 * i + 1] = cs[half + i];
       }
-      for (int64_t h = 0; h < q.size(1); ++h) rotate_gptj<E>(q.at(t, h, 0), cos_pairs.get(), sin_pairs.get(), half);
-      for (int64_t h = 0; h < k.size(1); ++h) rotate_gptj<E>(k.at(t, h, 0), cos_pairs.get(), sin_pairs.get(), half);
+      for (int64_t h = 0; h < q.size(1); ++h) rotate_gptj<E>(q.at(t, h, 0), cos_pairs, sin_pairs, half);
+      for (int64_t h = 0; h < k.size(1); ++h) rotate_gptj<E>(k.at(t, h, 0), cos_pairs, sin_pairs, half);
     }
   }
+  return true;
 }
 
-void rope(const xhal_op_call* c) {
-  with_element(c->dtype, [&]<class E>() { rope_typed<E>(c); });
+bool rope(const xhal_op_call* c) {
+  bool ok = false;
+  with_element(c->dtype, [&]<class E>() { ok = rope_typed<E>(c); });
+  return ok;
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE
@@ -138,8 +150,8 @@ template <class E>
 struct RopeSimd {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     if (const xhal_status s = check_rope_positions(c, msg, len); s != XHAL_OK) return s;
-    HWY_DYNAMIC_DISPATCH(rope)(c);
-    return XHAL_OK;
+    if (HWY_DYNAMIC_DISPATCH(rope)(c)) return XHAL_OK;
+    return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "rope: no memory for the kernel's workspaces");
   }
 };
 }  // namespace

@@ -93,7 +93,8 @@ inline unsigned grid_for(int64_t work, int64_t per_block, int64_t max_blocks = 6
 
 namespace xhal::gpu {
 
-// Runs Run on the call's device (the calling thread's current device is switched when needed).
+// Runs Run on the call's device (the calling thread's current device is switched when needed),
+// exceptions kept from crossing the plugin's boundary.
 template <kernels::RunFn Run>
 xhal_status on_call_device(const xhal_op_call* c, char* msg, size_t len) {
   int current = -1;
@@ -102,7 +103,7 @@ xhal_status on_call_device(const xhal_op_call* c, char* msg, size_t len) {
       return kernel_error(msg, len, XHAL_ERR_DEVICE, "cannot make device %d current", c->device_index);
     }
   }
-  return Run(c, msg, len);
+  return kernels::guarded<Run>(c, msg, len);
 }
 
 // Registers Kernel<E>::run for E in F32, F16, BF16, each run on the call's device.

@@ -31,8 +31,19 @@ xhal_status guarded(F&& body) {
   }
 }
 
-void copy_name(const std::string& text, char* out, size_t len) {
-  if (out != nullptr && len > 0) std::snprintf(out, len, "%s", text.c_str());
+// An out-parameter the function writes; NULL is an error naming the function and the argument.
+template <class T>
+T& out_param(T* p, const char* function, const char* arg) {
+  if (p == nullptr) {
+    throw xhal::Error(xhal::Errc::invalid_argument,
+                      std::string(function) + ": argument '" + arg + "': expected a pointer to write to, got NULL");
+  }
+  return *p;
+}
+
+void copy_name(const std::string& text, char* out, size_t len, const char* function) {
+  out_param(out, function, "name");
+  if (len > 0) std::snprintf(out, len, "%s", text.c_str());
 }
 
 // The DLTensor as a view; a malformed one (rank, dtype, device) is an error naming the function and
@@ -75,7 +86,9 @@ extern "C" {
 const char* xhal_last_error(void) { return t_last_error.c_str(); }
 
 xhal_status xhal_device_count(int32_t* count) {
-  return guarded([&] { *count = int32_t(xhal::DeviceManager::instance().devices().size()); });
+  return guarded([&] {
+    out_param(count, "xhal_device_count", "count") = int32_t(xhal::DeviceManager::instance().devices().size());
+  });
 }
 
 xhal_status xhal_device_name(int32_t index, char* name, size_t len) {
@@ -86,18 +99,20 @@ xhal_status xhal_device_name(int32_t index, char* name, size_t len) {
                         "xhal_device_name: argument 'index': expected 0.." +
                             std::to_string(devices.size()) + " (exclusive), got " + std::to_string(index));
     }
-    copy_name(devices[size_t(index)].str(), name, len);
+    copy_name(devices[size_t(index)].str(), name, len, "xhal_device_name");
   });
 }
 
 xhal_status xhal_default_device(char* name, size_t len) {
-  return guarded([&] { copy_name(xhal::DeviceManager::instance().default_device().str(), name, len); });
+  return guarded([&] { copy_name(xhal::DeviceManager::instance().default_device().str(), name, len, "xhal_default_device");
+  });
 }
 
 xhal_status xhal_memory_status_get(const char* device, xhal_memory_status* out) {
   return guarded([&] {
+    xhal_memory_status& status = out_param(out, "xhal_memory_status_get", "out");
     auto s = xhal::DeviceManager::instance().memory_status(xhal::Device::parse(device ? device : ""));
-    *out = {s.free, s.total, s.allocated, s.reserved, s.peak_allocated, s.num_allocs, s.num_ooms};
+    status = {s.free, s.total, s.allocated, s.reserved, s.peak_allocated, s.num_allocs, s.num_ooms};
   });
 }
 
@@ -208,6 +223,10 @@ xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, c
       throw xhal::Error(xhal::Errc::invalid_argument,
                         "xhal_rope_cache: argument 'out': expected a contiguous f32 tensor of shape "
                         "[max_pos, rotary_dim]");
+    }
+    if (o.numel() > 0 && o.data() == nullptr) {
+      throw xhal::Error(xhal::Errc::invalid_argument,
+                        "xhal_rope_cache: argument 'out': expected data for a non-empty tensor, got NULL");
     }
     xhal::copy(o, xhal::ops::rope_cache(max_pos, rotary_dim, theta, o.device()));
   });

@@ -1,5 +1,6 @@
 #include "xhal/tensor.hpp"
 
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -58,6 +59,12 @@ void copy(const TensorView& dst, const TensorView& src) {
   }
   const size_t bytes = dst.nbytes();
   if (bytes == 0) return;
+  for (const auto& [name, view] : {std::pair{"dst", &dst}, std::pair{"src", &src}}) {
+    if (view->data() == nullptr) {
+      throw Error(Errc::invalid_argument,
+                  fmt::format("xhal::copy: argument '{}': expected data for {} bytes, got a null pointer", name, bytes));
+    }
+  }
   const bool dst_host = dst.device().type == DeviceType::cpu;
   const bool src_host = src.device().type == DeviceType::cpu;
   if (dst_host && src_host) {  // the cpu plugin's copy, which spreads large copies over its threads

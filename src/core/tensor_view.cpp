@@ -39,12 +39,24 @@ void TensorView::set_shape(const std::vector<int64_t>& shape) {
                 fmt::format("TensorView: rank {} exceeds the maximum of {}", shape.size(), kMaxRank));
   }
   ndim_ = static_cast<int>(shape.size());
+  int64_t bytes = int64_t(dtype_size(dtype_));
   for (int i = 0; i < ndim_; ++i) {
     if (shape[i] < 0) {
       throw Error(Errc::invalid_argument,
                   fmt::format("TensorView: dimension {} has negative size {}", i, shape[i]));
     }
     shape_[i] = shape[i];
+  }
+  // numel() and nbytes() must be exact for every view: a size that wrapped once made a 4-byte
+  // tensor of 2^62 + 1 floats.
+  for (int i = 0; i < ndim_; ++i) {
+    if (__builtin_mul_overflow(bytes, shape_[i], &bytes)) {
+      const bool empty = std::find(shape.begin(), shape.end(), int64_t(0)) != shape.end();
+      if (empty) break;
+      throw Error(Errc::invalid_argument,
+                  fmt::format("TensorView: shape [{}] of {} holds more than 2^63 - 1 bytes", fmt::join(shape, ", "),
+                              dtype_name(dtype_)));
+    }
   }
 }
 
@@ -95,7 +107,18 @@ TensorView TensorView::from_dlpack(const DLTensor& t) {
                 fmt::format("TensorView::from_dlpack: ndim is {} but shape is NULL", t.ndim));
   }
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
-  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  // The offset is added only to a real pointer, and must not wrap the address space.
+  uintptr_t address = 0;
+  if (t.data == nullptr && t.byte_offset != 0) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("TensorView::from_dlpack: data is NULL but byte_offset is {}", t.byte_offset));
+  }
+  if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &address)) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("TensorView::from_dlpack: data {} + byte_offset {} wraps the address space", t.data,
+                            t.byte_offset));
+  }
+  void* data = t.data == nullptr ? nullptr : static_cast<char*>(t.data) + t.byte_offset;
   Device device{*type, t.device.device_id};
   DType dtype = dtype_from_dlpack(t.dtype);
   if (t.strides == nullptr) return TensorView(data, dtype, shape, device);
@@ -114,7 +137,7 @@ DLTensor TensorView::to_dlpack() const {
   return t;
 }
 
-int64_t TensorView::numel() const {
+int64_t TensorView::numel() const {  // exact: set_shape bounds numel * element size
   int64_t n = 1;
   for (int i = 0; i < ndim_; ++i) n *= shape_[i];
   return n;

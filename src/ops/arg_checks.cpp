@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/memory_overlap.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal::ops {
@@ -98,6 +99,26 @@ void ArgChecks::same_device(std::string_view arg, const TensorView& t, Device ex
   if (!(t.device() == expected)) {
     fail(arg, fmt::format("device {} (that of {})", expected.str(), expected_from), t.device().str());
   }
+}
+
+void ArgChecks::apart(std::string_view arg, const TensorView& t,
+                      std::initializer_list<std::pair<std::string_view, const TensorView*>> others) const {
+  for (const auto& [name, other] : others) {
+    if (other != nullptr && may_overlap(t, *other)) {
+      fail(arg, fmt::format("memory apart from '{}'", name),
+           fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), name,
+                       other->nbytes(), other->data()));
+    }
+  }
+}
+
+void ArgChecks::apart_or_in_place(std::string_view arg, const TensorView& t, std::string_view other_name,
+                                  const TensorView& other) const {
+  if (same_view(t, other) || !may_overlap(t, other)) return;
+  fail(arg, fmt::format("memory apart from '{}', or '{}' itself (in place)", other_name, other_name),
+       fmt::format("a view partly overlapping it ({} at {}, strides [{}], vs {} at {}, strides [{}])", shape_str(t),
+                   t.data(), fmt::join(t.strides(), ", "), shape_str(other), other.data(),
+                   fmt::join(other.strides(), ", ")));
 }
 
 }  // namespace xhal::ops

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "xhal/registry.hpp"
 #include "xhal/tensor_view.hpp"
@@ -30,6 +31,13 @@ class ArgChecks {
                   std::string_view like_name) const;
   void same_device(std::string_view arg, const TensorView& t, Device expected,
                    std::string_view expected_from) const;
+  // Output `arg` must share no memory with each of `others` (absent ones null): the kernel reads
+  // them while it writes `arg`, or writes both.
+  void apart(std::string_view arg, const TensorView& t,
+             std::initializer_list<std::pair<std::string_view, const TensorView*>> others) const;
+  // As apart, but `t` may also be exactly `other` (an element-wise op writes it in place).
+  void apart_or_in_place(std::string_view arg, const TensorView& t, std::string_view other_name,
+                         const TensorView& other) const;
 
  private:
   Op op_;

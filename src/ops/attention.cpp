@@ -33,6 +33,8 @@ void attention(const TensorView& q, const TensorView& k, const TensorView& v, co
     check.dim("lse", *lse, 2, Sq, "query length of q");
     check.same_device("lse", *lse, device, "out");
   }
+  check.apart("out", out, {{"q", &q}, {"k", &k}, {"v", &v}, {"lse", lse}});
+  if (lse != nullptr) check.apart("lse", *lse, {{"q", &q}, {"k", &k}, {"v", &v}});
   OpCall call(Op::attention, q.dtype(), device, stream);
   set_attention_params(check, call.params(), params, D);
   call.set(XHAL_SLOT_Q, q);
@@ -74,6 +76,13 @@ void attention_varlen(const TensorView& q, const TensorView& k, const TensorView
     check.dim("lse", *lse, 0, Hq, "query heads of q");
     check.dim("lse", *lse, 1, Tq, "tokens of q");
     check.same_device("lse", *lse, device, "out");
+  }
+  check.apart("out", out,
+              {{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_seqlens_q}, {"cu_seqlens_k", &cu_seqlens_k},
+               {"lse", lse}});
+  if (lse != nullptr) {
+    check.apart("lse", *lse,
+                {{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_seqlens_q}, {"cu_seqlens_k", &cu_seqlens_k}});
   }
   OpCall call(Op::attention_varlen, q.dtype(), device, stream);
   set_attention_params(check, call.params(), params, D);

@@ -27,6 +27,7 @@ void linear(const TensorView& x, const TensorView& w, const TensorView* bias, co
     check.dim("bias", *bias, 0, N, "out features of w");
     check.same_device("bias", *bias, out.device(), "out");
   }
+  check.apart("out", out, {{"x", &x}, {"w", &w}, {"bias", bias}});
   OpCall call(Op::linear, x.dtype(), out.device(), stream);
   call.set(XHAL_SLOT_LINEAR_X, x);
   call.set(XHAL_SLOT_LINEAR_W, w);

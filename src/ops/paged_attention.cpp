@@ -30,6 +30,9 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
                          {"block_table", &block_table}, {"seq_lens", &seq_lens}}) {
     check.same_device(name, *t, device, "out");
   }
+  check.apart("out", out,
+              {{"q", &q}, {"k_cache", &k_cache}, {"v_cache", &v_cache}, {"block_table", &block_table},
+               {"seq_lens", &seq_lens}});
   OpCall call(Op::paged_attention, q.dtype(), device, stream);
   set_attention_params(check, call.params(), params, D);
   call.set(XHAL_SLOT_Q, q);

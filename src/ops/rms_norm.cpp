@@ -23,6 +23,8 @@ void check_norm_args(const ArgChecks& check, const TensorView& x, const TensorVi
   if (!(eps >= 0) || !std::isfinite(eps)) check.fail("eps", "a finite number >= 0", fmt::format("{}", eps));
   check.same_device("x", x, out.device(), "out");
   check.same_device("weight", weight, out.device(), "out");
+  check.apart_or_in_place("out", out, "x", x);
+  check.apart("out", out, {{"weight", &weight}});
 }
 
 }  // namespace
@@ -47,6 +49,8 @@ void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const T
   check.dtype("residual", residual, x.dtype(), " (same as x)");
   check.same_shape("residual", residual, x, "x");
   check.same_device("residual", residual, out.device(), "out");
+  check.apart("out", out, {{"residual", &residual}});
+  check.apart("residual", residual, {{"x", &x}, {"weight", &weight}});
   OpCall call(Op::fused_add_rms_norm, x.dtype(), out.device(), stream);
   call.params().eps = eps;
   call.set(XHAL_SLOT_X, x);

@@ -38,6 +38,9 @@ void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
                          {"cos_sin_cache", &cos_sin_cache}}) {
     check.same_device(name, *t, device, "q");
   }
+  // Both are written in place; the others are read meanwhile.
+  check.apart("q", q, {{"k", &k}, {"positions", &positions}, {"cos_sin_cache", &cos_sin_cache}});
+  check.apart("k", k, {{"positions", &positions}, {"cos_sin_cache", &cos_sin_cache}});
   OpCall call(Op::rope, q.dtype(), device, stream);
   call.params().rope_neox = style == RopeStyle::neox ? 1 : 0;
   call.set(XHAL_SLOT_ROPE_Q, q);
@@ -55,6 +58,10 @@ Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, Device devi
   if (max_pos < 0) fail("max_pos", ">= 0", fmt::format("{}", max_pos));
   if (rotary_dim < 2 || rotary_dim % 2 != 0) fail("rotary_dim", "an even number >= 2", fmt::format("{}", rotary_dim));
   if (!(theta > 0) || !std::isfinite(theta)) fail("theta", "a finite number > 0", fmt::format("{}", theta));
+  if (int64_t bytes = 0; __builtin_mul_overflow(max_pos, rotary_dim * int64_t(sizeof(float)), &bytes)) {
+    fail("max_pos", "a cache of max_pos x rotary_dim floats whose bytes fit in 64 bits",
+         fmt::format("{} x {}", max_pos, rotary_dim));
+  }
   // The device's allocator first: a size it cannot hold is its clear out_of_memory (and counts
   // against XHAL_MEMORY_LIMIT) before any host memory of that size is asked for.
   Tensor out = Tensor::empty({max_pos, rotary_dim}, DType::f32, device);

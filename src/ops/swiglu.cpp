@@ -19,6 +19,8 @@ void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out,
   check.same_shape("out", out, gate, "gate");
   check.same_device("gate", gate, out.device(), "out");
   check.same_device("up", up, out.device(), "out");
+  check.apart_or_in_place("out", out, "gate", gate);
+  check.apart_or_in_place("out", out, "up", up);
   OpCall call(Op::swiglu, gate.dtype(), out.device(), stream);
   call.set(XHAL_SLOT_GATE, gate);
   call.set(XHAL_SLOT_UP, up);
@@ -38,6 +40,7 @@ void swiglu_packed(const TensorView& x, const TensorView& out, const Stream* str
   for (int d = 0; d + 1 < x.ndim(); ++d) check.dim("out", out, d, x.size(d), "same as x");
   check.dim("out", out, x.ndim() - 1, x.size(-1) / 2, "half the last dim of x");
   check.same_device("x", x, out.device(), "out");
+  check.apart("out", out, {{"x", &x}});
   OpCall call(Op::swiglu_packed, x.dtype(), out.device(), stream);
   call.set(XHAL_SLOT_GATE, x);
   call.set(XHAL_SLOT_ACT_OUT, out);

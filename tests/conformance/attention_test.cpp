@@ -1,6 +1,6 @@
 // Conformance of attention, attention_varlen and paged_attention: head dims 64..256, GQA ratios 1,
 // 4, 8, causal with Sq != Sk (bottom-right), windows, softcap, custom scale, lse, empty batches,
-// rows that see no key, and [B,H,S,D] (strided) layouts.
+// rows that see no key, [B,H,S,D] (strided) layouts, and non-finite values where no row may look.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -142,6 +142,127 @@ TEST_P(Conformance, PagedAttention) {
                                             mask_of(c.params, c.D));
     expect_close(out.download("out"), expected, dtype(), "out");
   }
+}
+
+
+// Non-finite values where a row must not look: K and V at keys the causal or window mask hides
+// from some rows (diagonal tiles, window edges), at keys past a sequence's end (the next
+// sequence's, in the packed layout), in the padding of strided rows (poisoned with NaN), and a NaN
+// query row. What the float64 formula gives: NaN and infinities exactly in the rows that see them,
+// every other row finite and within tolerance; a NaN row's lse is NaN (never -inf, "saw no key").
+TEST_P(Conformance, AttentionNonFiniteAtMaskedKeys) {
+  const double nan = std::nan(""), inf = INFINITY;
+  const Layout padded{{}, 8};
+  const std::vector<AttnCase> cases = {
+      {1, 129, 129, 4, 2, 64, 64, {.causal = true}},
+      {1, 300, 517, 4, 2, 128, 128, {.causal = true}, true, padded},
+      {2, 65, 65, 2, 2, 128, 128, {.causal = true, .window_left = 16}},
+      {1, 40, 70, 3, 1, 64, 64, {.window_left = 5, .window_right = 3}},
+      {1, 129, 7, 4, 1, 64, 64, {.causal = true}},  // Sq > Sk: the first rows see nothing
+      {1, 200, 200, 2, 1, 256, 256, {.causal = true}, true, kHeadsFirst},
+  };
+  for (const AttnCase& c : cases) {
+    SCOPED_TRACE(describe(c));
+    std::vector<double> qv = random({c.B, c.Sq, c.Hq, c.D}).values();
+    std::vector<double> kv = random({c.B, c.Sk, c.Hkv, c.D}).values();
+    std::vector<double> vv = random({c.B, c.Sk, c.Hkv, c.Dv}).values();
+    const auto at = [](int64_t S, int64_t H, int64_t D, int64_t b, int64_t s, int64_t h, int64_t d) {
+      return size_t(((b * S + s) * H + h) * D + d);
+    };
+    for (int64_t b = 0; b < c.B; ++b) {
+      for (int64_t h = 0; h < c.Hkv; ++h) {
+        vv[at(c.Sk, c.Hkv, c.Dv, b, c.Sk - 1, h, 1)] = nan;           // seen by the last rows only
+        vv[at(c.Sk, c.Hkv, c.Dv, b, c.Sk / 2 + 3 < c.Sk ? c.Sk / 2 + 3 : 0, h, c.Dv - 1)] = inf;
+        vv[at(c.Sk, c.Hkv, c.Dv, b, 0, h, 2)] = -inf;                 // hidden by window_left from late rows
+        kv[at(c.Sk, c.Hkv, c.D, b, c.Sk - 2 >= 0 ? c.Sk - 2 : 0, h, 3)] = nan;
+      }
+    }
+    if (c.Sq > 2) qv[at(c.Sq, c.Hq, c.D, 0, 2, 0, 5)] = nan;  // query row 2 of head 0 is NaN
+    auto q = TestTensor::of({c.B, c.Sq, c.Hq, c.D}, dtype(), device(), qv, c.layout);
+    auto k = TestTensor::of({c.B, c.Sk, c.Hkv, c.D}, dtype(), device(), kv, c.layout);
+    auto v = TestTensor::of({c.B, c.Sk, c.Hkv, c.Dv}, dtype(), device(), vv, c.layout);
+    auto out = poisoned({c.B, c.Sq, c.Hq, c.Dv}, c.layout);
+    auto lse = TestTensor::poisoned({c.B, c.Hq, c.Sq}, DType::f32, device());
+    ops::attention(q, k, v, out, c.params, &lse.view());
+    auto expected = golden::attention(q.values(), k.values(), v.values(), c.B, c.Sq, c.Sk, c.Hq, c.Hkv, c.D, c.Dv,
+                                      mask_of(c.params, c.D));
+    expect_close_nan_for_nan(out.download("out"), expected.out, dtype(), "out");
+    expect_close_nan_for_nan(lse.download("lse"), expected.lse, DType::f32, "lse");
+  }
+}
+
+// attention_varlen with non-finite K and V in the keys right after each sequence's own (the next
+// sequence's first keys), and query rows past the last sequence: those belong to no sequence and
+// are written as rows that see no key (0, lse -inf).
+TEST_P(Conformance, AttentionVarlenNonFiniteAndUncoveredRows) {
+  const double nan = std::nan(""), inf = INFINITY;
+  const std::vector<int64_t> q_lens{70, 5, 129}, k_lens{70, 20, 129};
+  const int64_t Hq = 4, Hkv = 2, D = 128, uncovered = 9;
+  std::vector<int64_t> cu_q{0}, cu_k{0};
+  for (size_t b = 0; b < q_lens.size(); ++b) {
+    cu_q.push_back(cu_q.back() + q_lens[b]);
+    cu_k.push_back(cu_k.back() + k_lens[b]);
+  }
+  const int64_t Tq = cu_q.back() + uncovered, Tk = cu_k.back(), batch = int64_t(q_lens.size());
+  std::vector<double> kv = random({Tk, Hkv, D}).values(), vv = random({Tk, Hkv, D}).values();
+  for (int64_t b = 1; b < batch; ++b) {  // the first key of sequence b: past the end of b - 1
+    for (int64_t h = 0; h < Hkv; ++h) {
+      vv[size_t((cu_k[size_t(b)] * Hkv + h) * D + 4)] = b % 2 ? nan : inf;
+      kv[size_t((cu_k[size_t(b)] * Hkv + h) * D + 6)] = nan;
+    }
+  }
+  auto q = random({Tq, Hq, D});
+  auto k = TestTensor::of({Tk, Hkv, D}, dtype(), device(), kv);
+  auto v = TestTensor::of({Tk, Hkv, D}, dtype(), device(), vv);
+  auto cu_seqlens_q = ints({batch + 1}, cu_q), cu_seqlens_k = ints({batch + 1}, cu_k);
+  auto out = poisoned({Tq, Hq, D});
+  auto lse = TestTensor::poisoned({Hq, Tq}, DType::f32, device());
+  ops::attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, 129, 129, out, {.causal = true}, &lse.view());
+  // The rows past the last sequence, as one more sequence without keys.
+  std::vector<int64_t> all_q = cu_q, all_k = cu_k;
+  all_q.push_back(Tq);
+  all_k.push_back(Tk);
+  auto expected = golden::attention_varlen(q.values(), k.values(), v.values(), all_q, all_k, Hq, Hkv, D, D,
+                                           mask_of({.causal = true}, D));
+  expect_close_nan_for_nan(out.download("out"), expected.out, dtype(), "out");
+  expect_close_nan_for_nan(lse.download("lse"), expected.lse, DType::f32, "lse");
+}
+
+// paged_attention with non-finite K and V in the slots of a sequence's last block past its length,
+// in blocks no sequence uses, and a NaN query head (its output NaN, the others finite).
+TEST_P(Conformance, PagedAttentionNonFiniteOutsideTheSequence) {
+  const double nan = std::nan("");
+  const std::vector<int64_t> lens{37, 1, 300};
+  const int64_t block_size = 16, Hq = 8, Hkv = 2, D = 128, B = int64_t(lens.size());
+  const int64_t max_blocks = (300 + block_size - 1) / block_size, num_blocks = B * max_blocks + 2;
+  std::vector<int64_t> table(size_t(B * max_blocks));
+  std::iota(table.begin(), table.end(), 0);
+  std::vector<double> kv = random({num_blocks, block_size, Hkv, D}).values();
+  std::vector<double> vv = random({num_blocks, block_size, Hkv, D}).values();
+  const auto poison_slot = [&](int64_t block, int64_t slot) {
+    for (int64_t h = 0; h < Hkv; ++h) {
+      kv[size_t(((block * block_size + slot) * Hkv + h) * D + 7)] = nan;
+      vv[size_t(((block * block_size + slot) * Hkv + h) * D + 9)] = INFINITY;
+    }
+  };
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t j = lens[size_t(b)]; j < max_blocks * block_size; ++j) {
+      poison_slot(table[size_t(b * max_blocks + j / block_size)], j % block_size);
+    }
+  }
+  for (int64_t slot = 0; slot < block_size; ++slot) poison_slot(num_blocks - 1, slot);
+  std::vector<double> qv = random({B, Hq, D}).values();
+  qv[size_t((2 * Hq + 3) * D + 11)] = nan;  // sequence 2, query head 3
+  auto q = TestTensor::of({B, Hq, D}, dtype(), device(), qv);
+  auto k_cache = TestTensor::of({num_blocks, block_size, Hkv, D}, dtype(), device(), kv);
+  auto v_cache = TestTensor::of({num_blocks, block_size, Hkv, D}, dtype(), device(), vv);
+  auto block_table = ints({B, max_blocks}, table);
+  auto seq_lens = ints({B}, lens);
+  auto out = poisoned({B, Hq, D});
+  ops::paged_attention(q, k_cache, v_cache, block_table, seq_lens, out, {});
+  auto expected = golden::paged_attention(q.values(), k_cache.values(), v_cache.values(), table, lens, Hq, Hkv, D, D,
+                                          block_size, mask_of({}, D));
+  expect_close_nan_for_nan(out.download("out"), expected, dtype(), "out");
 }
 
 }  // namespace

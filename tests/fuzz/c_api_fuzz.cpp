@@ -2,7 +2,8 @@
 // of the C API (include/xhal/xhal.h), and random names for its device functions. A call may fail
 // (that is the point) but must return a status with a message: never crash, abort, leak, read or
 // write outside the memory a tensor describes (ASan checks that; each tensor gets exactly the bytes
-// its shape and strides span). Tensors of more than kMaxBytes get no memory (data NULL).
+// its shape and strides span). Tensors of more than kMaxBytes get no memory (data NULL); so do some
+// others (a NULL output), with any byte_offset; out-parameters are sometimes NULL.
 // Built with -DXHAL_FUZZ=ON (clang); .ci/run runs it for a bounded time; see docs/debugging.md.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -92,7 +93,14 @@ void fuzz_tensor(FuzzedDataProvider& in, const Palette& palette, bool index_like
   const int32_t device_type = in.ConsumeIntegralInRange<int>(0, 7) ? int32_t(kDLCPU) : in.PickValueInArray(kDevices);  // may lie outside the enum, as C allows
   std::memcpy(&t.device.device_type, &device_type, sizeof device_type);
   t.device.device_id = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? in.ConsumeIntegral<int32_t>() : 0;
-  t.byte_offset = 0;
+  // Mostly none; sometimes an offset that the data pointer makes up for (the view still describes
+  // the tensor's memory), sometimes any offset with no data at all.
+  const int offset_pick = in.ConsumeIntegralInRange<int>(0, 7);
+  const uint64_t offset = offset_pick == 1 ? in.ConsumeIntegralInRange<uint64_t>(1, 256)
+                          : offset_pick == 2 ? in.ConsumeIntegral<uint64_t>()
+                                             : 0;
+  t.byte_offset = offset;
+  const bool no_data = offset_pick == 2 || in.ConsumeIntegralInRange<int>(0, 15) == 0;  // a NULL output, too
   if (t.ndim < 0 || t.ndim > int(f.shape.size())) {
     t.data = nullptr;  // a rank beyond what the shape array holds: only the rank check may look
     t.shape = t.ndim > 0 ? nullptr : t.shape;
@@ -100,14 +108,16 @@ void fuzz_tensor(FuzzedDataProvider& in, const Palette& palette, bool index_like
   }
   const size_t element = std::max<size_t>(1, (size_t(t.dtype.bits) * t.dtype.lanes + 7) / 8);
   int64_t lo = 0, hi = 0;
-  if (!span_bytes(t, element, &lo, &hi)) {
+  if (no_data || !span_bytes(t, element, &lo, &hi)) {
     t.data = nullptr;
     return;
   }
   // Exactly the bytes spanned, filled from the input (indices, lengths and values included).
   f.memory.resize(size_t(hi - lo + 1) * element);
   for (auto& byte : f.memory) byte = in.ConsumeIntegral<unsigned char>();
-  t.data = f.memory.data() - lo * int64_t(element);
+  // data + byte_offset is the first element's address, as DLPack defines it.
+  t.data = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(f.memory.data()) - uintptr_t(lo * int64_t(element)) -
+                                   uintptr_t(offset));
 }
 
 // XHAL_FUZZ_VERBOSE=1 prints each decoded call (for reading a crash-* input back).
@@ -119,10 +129,10 @@ void describe(int op, const std::array<FuzzTensor, kTensors>& f, const std::arra
     const DLTensor& d = f[size_t(i)].t;
     int32_t device_type = 0;  // as an integer: the fuzzer stores values outside the enum
     std::memcpy(&device_type, &d.device.device_type, sizeof device_type);
-    std::fprintf(stderr, "  t%d%s: device %d:%d dtype %u/%u/%u ndim %d data %s bytes %zu shape", i,
+    std::fprintf(stderr, "  t%d%s: device %d:%d dtype %u/%u/%u ndim %d data %s byte_offset %llu bytes %zu shape", i,
                  t[size_t(i)] ? "" : " (passed as NULL)", device_type, d.device.device_id,
                  d.dtype.code, d.dtype.bits, d.dtype.lanes, d.ndim, d.data ? "set" : "NULL",
-                 f[size_t(i)].memory.size());
+                 (unsigned long long)d.byte_offset, f[size_t(i)].memory.size());
     for (int k = 0; d.shape && k < std::min(d.ndim, 10); ++k) std::fprintf(stderr, " %lld", (long long)d.shape[k]);
     if (d.strides) {
       std::fprintf(stderr, " strides");
@@ -190,12 +200,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     default: {  // the device functions, with random names and buffer sizes
       const std::string name = in.ConsumeRandomLengthString(24);
       xhal_memory_status memory{};
+      int32_t count = 0;
       char buffer[16];
       const size_t len = in.ConsumeIntegralInRange<size_t>(0, sizeof buffer);
+      const bool null_out = in.ConsumeIntegralInRange<int>(0, 3) == 0;  // out-parameters NULL
       switch (op) {
-        case 10: status = xhal_memory_status_get(in.ConsumeBool() ? name.c_str() : nullptr, &memory); break;
-        case 11: status = xhal_device_name(in.ConsumeIntegral<int32_t>(), in.ConsumeBool() ? buffer : nullptr, len); break;
-        default: status = in.ConsumeBool() ? xhal_synchronize(name.c_str()) : xhal_empty_cache(name.c_str()); break;
+        case 10:
+          status = xhal_memory_status_get(in.ConsumeBool() ? name.c_str() : nullptr, null_out ? nullptr : &memory);
+          break;
+        case 11:
+          status = in.ConsumeBool() ? xhal_device_name(in.ConsumeIntegral<int32_t>(), null_out ? nullptr : buffer, len)
+                                    : xhal_default_device(null_out ? nullptr : buffer, len);
+          break;
+        default:
+          switch (in.ConsumeIntegralInRange<int>(0, 2)) {
+            case 0: status = xhal_device_count(null_out ? nullptr : &count); break;
+            case 1: status = xhal_synchronize(name.c_str()); break;
+            default: status = xhal_empty_cache(name.c_str()); break;
+          }
       }
     }
   }
