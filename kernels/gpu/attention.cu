@@ -2,6 +2,7 @@
 // for f16/bf16 with the head dims and alignment it supports, the generic kernel
 // (attention_generic.cuh) for everything else.
 #include "attention_generic.cuh"
+#include "varlen_tail.cuh"
 #include "flash_attention.cuh"
 #include "flash_launch.cuh"
 
@@ -77,11 +78,13 @@ struct GenericAttention {
 };
 
 // cu_seqlens stay on the device: sequences longer than max_seqlen_q are cut at it, and offsets
-// are trusted (docs/ops.md).
+// are trusted (docs/ops.md); rows past the last sequence are written as rows that see no key.
 template <class E>
 struct GenericAttentionVarlen {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return launch_generic<E>(c, varlen_problem(c), msg, len);
+    if (const xhal_status s = launch_generic<E>(c, varlen_problem(c), msg, len); s != XHAL_OK) return s;
+    launch_uncovered_rows<E>(c);
+    return launch_status(msg, len, "attention_varlen's rows past the last sequence");
   }
 };
 

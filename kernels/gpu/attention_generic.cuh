@@ -36,8 +36,10 @@ __device__ void attend_row(const typename E::T* q, int64_t D, int64_t Dv, int64_
       for (int64_t d = 0; d < D; ++d) dot += q_shared[d] * E::load(kr[d]);
       s = mask.softcap > 0.0f ? mask.softcap * tanhf(dot / mask.softcap) : dot;
     }
+    // Nothing readable in this chunk when every score is -inf (a NaN score is not -inf, and the
+    // max would pass over it).
+    if (warp_max(s == -INFINITY ? 0.0f : 1.0f) == 0.0f) continue;
     const float chunk_max = warp_max(s);
-    if (chunk_max == -INFINITY) continue;  // nothing readable in this chunk
     const float m_new = fmaxf(m, chunk_max);
     const float correction = __expf(m - m_new);
     const float p = s == -INFINITY ? 0.0f : __expf(s - m_new);
@@ -55,12 +57,13 @@ __device__ void attend_row(const typename E::T* q, int64_t D, int64_t Dv, int64_
       }
     }
   }
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key: 0 and lse = -inf
+  // l == 0: no visible key, 0 and lse = -inf; a NaN l (a NaN query or key) reaches both.
+  const float inv = l == 0.0f ? 0.0f : 1.0f / l;
   for (int r = 0; r < kMaxValuesPerLane; ++r) {
     const int64_t dv = lane + int64_t(r) * kWarpSize;
     if (dv < Dv) out[dv] = E::store(acc[r] * inv);
   }
-  if (lse != nullptr && lane == 0) *lse = l > 0.0f ? m + logf(l) : -INFINITY;
+  if (lse != nullptr && lane == 0) *lse = l == 0.0f ? -INFINITY : m + logf(l);
   warp_sync();
 }
 

@@ -55,8 +55,8 @@ const char* launch_wgmma_tile(const xhal_op_call* c, const AttnLayout& a, const 
   const DLTensor* lse = c->t[XHAL_SLOT_LSE];
   flash_kernel_for<E, WgmmaFlashKernels, Tile>(c)<<<flash_grid(a, seqs, m_tiles), Tile::kThreads,
                                                     Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
-      maps, static_cast<T*>(c->t[XHAL_SLOT_OUT]->data), lse ? static_cast<float*>(lse->data) : nullptr, a, seqs,
-      Mask::from(c->params), m_tiles);
+      maps, static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
+      lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
   return nullptr;
 }
 

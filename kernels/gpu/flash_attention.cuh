@@ -51,6 +51,23 @@ __device__ inline void load_tile(T* shared, const T* base, int64_t stride, int64
   }
 }
 
+// For an edge tile (FlashBlock::edge_tile): replaces the infinities and NaNs among the V chunks this
+// thread copied with load_tile (the same rows and chunks) by 0; true when there were any.
+template <class E, int kRows, int D, int kStride, int kThreads>
+__device__ inline bool zero_own_non_finite(typename E::T* shared, int64_t first, int64_t limit) {
+  constexpr int kChunks = D / 8, kTotal = kRows * kChunks, kIters = (kTotal + kThreads - 1) / kThreads;
+  const int rows_left = limit - first < kRows ? int(limit - first) : kRows;
+  bool any = false;
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (kTotal % kThreads != 0 && c >= kTotal) break;
+    const int r = c / kChunks, ch = c % kChunks;
+    if (r < rows_left) any |= zero_non_finite<E>(shared + r * kStride + ch * 8);
+  }
+  return any;
+}
+
 // kSoftcap: scores pass through softcap * tanh(score / softcap); a separate instantiation keeps
 // that code (and its branches) out of the common kernel.
 template <class E, class Tile, bool kSoftcap>
@@ -116,6 +133,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     for (int t = 0; t < Tile::kOTiles; ++t) o[r][t][0] = o[r][t][1] = o[r][t][2] = o[r][t][3] = 0.0f;
   const ScoreScale scale(mask);
 
+  // The keys [bad_begin, bad_end) (relative to kv_begin) span the edge tiles whose V had
+  // non-finite values zeroed; added back once, after the loop (add_non_finite_values).
+  int bad_begin = -1, bad_end = -1;
+  // The keys every row of the block sees, relative to kv_begin: tiles outside are edge tiles.
+  const int all_lo = int(blk.all_lo - kv_begin), all_hi = int(blk.all_hi - kv_begin);
   int stage = 0;
   for (int64_t j0 = kv_begin; j0 < kv_end; j0 += kBlockN, stage ^= 1) {
     if (j0 + kBlockN < kv_end) {  // the next tile loads while this one is used
@@ -127,7 +149,15 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     } else {
       sm80::cp_async_wait<0>();
     }
-    __syncthreads();
+    // A thread's own cp.async copies are complete here; in an edge tile (the same for the whole
+    // block) each checks those of V, and the barrier tells all whether any held a non-finite value.
+    bool non_finite = false;
+    if (const int jt = int(j0 - kv_begin); jt < all_lo || jt + kBlockN > all_hi) {  // an edge tile
+      non_finite = __syncthreads_or(
+          zero_own_non_finite<E, kBlockN, D, kStride, kThreads>(sV + stage * kBlockN * kStride, j0, Sk));
+    } else {
+      __syncthreads();
+    }
     const T* k_stage = k_row + stage * kBlockN * kStride;
     const T* v_stage = v_row + stage * kBlockN * kStride;
 
@@ -182,7 +212,18 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         }
       }
     }
+    if (non_finite) {  // rare: V of an edge tile held infinities or NaNs, zeroed above
+      if (bad_begin < 0) bad_begin = int(j0 - kv_begin);
+      bad_end = int(j0 - kv_begin) + kBlockN;
+    }
     __syncthreads();  // this stage is reloaded by the next iteration but one
+  }
+  if (bad_begin >= 0) {
+    const int n = (kv_end - kv_begin < bad_end ? int(kv_end - kv_begin) : bad_end) - bad_begin;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      add_non_finite_values(o[r], rows[r], bad_begin, n, [&](int j) { return vb + (kv_begin + bad_begin + j) * a.v[1]; });
+    }
   }
 
 #pragma unroll

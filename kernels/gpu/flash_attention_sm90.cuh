@@ -37,11 +37,24 @@ struct AttnMaps {
   CUtensorMap q, k, v;
 };
 
+// Whether `pred` holds for any of the 256 consumer threads, at a barrier of theirs (named barrier
+// 1, which orders their shared-memory writes before it as bar.sync does).
+__device__ inline bool consumers_any(bool pred) {
+  uint32_t result;
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, 1, 256, p;\n selp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(result)
+      : "r"(uint32_t(pred))
+      : "memory");
+  return result != 0;
+}
+
+// v: the raw V tensor, read where an edge tile's V holds infinities or NaNs (flash_rows.cuh).
 template <class E, class Tile, bool kSoftcap>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
-    flash_attention_wgmma_kernel(const __grid_constant__ AttnMaps maps, typename E::T* __restrict__ out,
-                              float* __restrict__ lse, AttnLayout a, Sequences seqs, Mask mask,
-                              int64_t m_tiles) {
+    flash_attention_wgmma_kernel(const __grid_constant__ AttnMaps maps, const typename E::T* __restrict__ v,
+                                 typename E::T* __restrict__ out, float* __restrict__ lse, AttnLayout a,
+                                 Sequences seqs, Mask mask, int64_t m_tiles) {
 #if XHAL_WGMMA_DEVICE
   constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
   extern __shared__ unsigned char shared_raw[];
@@ -127,11 +140,21 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     }
     sm90::commit();
   };
-  // O += P V of tile t (issued, not waited for) once its V landed.
+  // O += P V of tile t (issued, not waited for) once its V landed. In an edge tile, infinities and
+  // NaNs of V are zeroed first, the consumers' 256 threads each taking a share and meeting at a
+  // barrier before either reads the tile; true when there were any, to be added back to the rows
+  // that see them (add_non_finite_values).
   auto issue_accumulate = [&](int64_t t, const uint32_t (&pt)[Tile::kPSteps][4]) {
     const int st = int(t & 1);
     sm90::mbarrier_wait(v_full + st, parity(t));
-    const unsigned char* v_tile = sV + st * Tile::kKVBytes;
+    unsigned char* v_tile = sV + st * Tile::kKVBytes;
+    bool non_finite = false;
+    if (blk.edge_tile(blk.kv_begin + t * kBlockN, kBlockN)) {  // the same for both consumers
+      bool any = false;
+      for (int c = threadIdx.x - 128; c < Tile::kKVBytes / 16; c += 256) any |= zero_non_finite<E>(v_tile + c * 16);
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the zeros before wgmma reads them
+      non_finite = consumers_any(any);
+    }
     sm90::pin(o);
     sm90::fence();
 #pragma unroll
@@ -143,6 +166,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       }
     }
     sm90::commit();
+    return non_finite;
   };
   // The scores of tile t (waited for) through the softmax into probabilities pt.
   auto softmax = [&](int64_t t, uint32_t (&pt)[Tile::kPSteps][4]) {
@@ -155,16 +179,29 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + int(t & 1));
   };
 
+  // The keys [bad_begin, bad_end) (relative to kv_begin) span the edge tiles whose V had
+  // non-finite values zeroed; added back once, after the loop (add_non_finite_values).
+  int bad_begin = -1, bad_end = -1;
   sm90::mbarrier_wait(q_full, 0);
   for (int64_t t = 0; t < tiles; ++t) {
     issue_scores(t);
     sm90::wait<0>();
     softmax(t, p);
     rescale(o, correction);
-    issue_accumulate(t, p);
+    const bool non_finite = issue_accumulate(t, p);
     sm90::wait<0>();
     sm90::pin(o);
     release(t);
+    if (non_finite) {  // rare
+      if (bad_begin < 0) bad_begin = int(t * kBlockN);
+      bad_end = int(t * kBlockN) + kBlockN;
+    }
+  }
+  if (bad_begin >= 0) {
+    const int64_t keys = blk.kv_end - blk.kv_begin;
+    const int n = (keys < bad_end ? int(keys) : bad_end) - bad_begin;
+    const typename E::T* vb = v + blk.b * a.v[0] + (blk.k0 + blk.kv_begin + bad_begin) * a.v[1] + blk.hk * a.v[2];
+    add_non_finite_values(o, rows, bad_begin, n, [&](int j) { return vb + j * a.v[1]; });
   }
   store_rows<E>(o, rows, row_index, blk.Sq, out, a, blk.b, blk.head, blk.q0, lse);
 #endif

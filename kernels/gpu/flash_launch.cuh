@@ -5,6 +5,7 @@
 #if !defined(__HIPCC__)
 
 #include "attention_layout.cuh"
+#include "varlen_tail.cuh"
 
 namespace xhal::gpu {
 
@@ -85,11 +86,14 @@ struct FlashDense {
   }
 };
 
-// cu_seqlens stay on the device: sequences longer than max_seqlen_q are cut at it (docs/ops.md).
+// cu_seqlens stay on the device: sequences longer than max_seqlen_q are cut at it (docs/ops.md);
+// rows past the last sequence are written as rows that see no key (varlen_tail.cuh).
 template <class Family, class E>
 struct FlashVarlen {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return run_flash<Family, E>(c, varlen_problem(c), msg, len);
+    if (const xhal_status s = run_flash<Family, E>(c, varlen_problem(c), msg, len); s != XHAL_OK) return s;
+    launch_uncovered_rows<E>(c);
+    return launch_status(msg, len, "attention_varlen's rows past the last sequence");
   }
 };
 

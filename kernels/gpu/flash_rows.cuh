@@ -18,6 +18,7 @@ namespace xhal::gpu {
 template <class T>
 struct FlashBlock {
   int64_t b, head, hk, q0, k0, Sq, Sk, i0, kv_begin, kv_end;
+  int64_t all_lo, all_hi;  // the keys every row of the block sees: [all_lo, all_hi)
   const T *qb, *kb, *vb;  // this (sequence, head)'s first row of q, k and v (see bases())
 
   // False when the block has no rows (a varlen sequence shorter than the longest).
@@ -33,8 +34,13 @@ struct FlashBlock {
     mask.visible((i0 + block_m < Sq ? i0 + block_m : Sq) - 1, Sq, Sk, &lo_last, &hi_last);
     kv_begin = lo_first / block_n * block_n;
     kv_end = hi_last;
+    all_lo = lo_last, all_hi = hi_first;
     return true;
   }
+  // Whether the mask hides some of keys [j0, j0 + n) from some row of the block (the diagonal
+  // tiles of a causal mask, a window's edges, keys past kv_end): there P has zeros that must not
+  // meet a non-finite V (mask_non_finite_values).
+  __device__ bool edge_tile(int64_t j0, int n) const { return j0 < all_lo || j0 + n > all_hi; }
   __device__ void bases(const T* q, const T* k, const T* v, const AttnLayout& a) {
     qb = q + b * a.q[0] + q0 * a.q[1] + head * a.q[2];
     kb = k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2];
@@ -140,6 +146,63 @@ __device__ inline void probabilities_as_a(const float (&s)[kSTiles][4], int kk, 
   pa[3] = sm80::pack2<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
+// Non-finite values in an edge tile's V: P V on tensor cores would give rows that do not see them
+// 0 * inf = NaN. Where a tile holds some, they are replaced by 0 in shared memory before P V, and
+// each row that sees them has them added to its accumulator afterwards (add_non_finite_values):
+// for the row's p > 0, p * inf or p * NaN only depends on the value, and inf or NaN absorbs the
+// rest of the sum. Both steps run only for such tiles.
+
+// The bits of a 16-bit E's exponent, twice (a word holds two values).
+template <class E>
+__device__ constexpr uint32_t exponent_bits2() {
+  return E::kDType == XHAL_DTYPE_BF16 ? 0x7F807F80u : 0x7C007C00u;
+}
+
+// Replaces the infinities and NaNs among the eight 16-bit values at p (16 bytes of shared memory)
+// by 0; true when there were any.
+template <class E>
+__device__ inline bool zero_non_finite(void* p) {
+  uint4 c = *reinterpret_cast<const uint4*>(p);
+  constexpr uint32_t kExp = exponent_bits2<E>();
+  uint32_t* w = reinterpret_cast<uint32_t*>(&c);
+  uint32_t any = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t bad = __vcmpeq2(w[i] & kExp, kExp);  // 0xFFFF per value with all exponent bits set
+    any |= bad;
+    w[i] &= ~bad;
+  }
+  if (any != 0) *reinterpret_cast<uint4*>(p) = c;
+  return any != 0;
+}
+
+// After the last P V, where edge tiles had non-finite V values zeroed: adds each non-finite value of
+// keys [jt, jt + n) (relative to kv_begin, as rows.lo/hi are) to the output accumulator of the
+// thread's rows that see its key. v_row(j): key jt + j's row of V in memory (its original values).
+// A value the tensor cores already added (a tile in the range that was not an edge tile) is added
+// again, which leaves inf or NaN as it was. After the loop, where the scores' registers are free.
+template <int kOTiles, class VRow>
+__device__ inline void add_non_finite_values(float (&o)[kOTiles][4], const SoftmaxRows& rows, int jt, int n,
+                                             VRow v_row) {
+  const int tig = threadIdx.x % 4;
+  for (int j = 0; j < n; ++j) {
+    const int key = jt + j;
+    const bool seen[2] = {key >= rows.lo[0] && key < rows.hi[0], key >= rows.lo[1] && key < rows.hi[1]};
+    if (!seen[0] && !seen[1]) continue;
+    const auto* vr = v_row(j);
+#pragma unroll
+    for (int t = 0; t < kOTiles; ++t) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float value = float(vr[t * 8 + tig * 2 + e]);
+        if (isfinite(value)) continue;
+        if (seen[0]) o[t][e] += value;
+        if (seen[1]) o[t][2 + e] += value;
+      }
+    }
+  }
+}
+
 // Divides the thread's two output rows by their sums and stores them (and the lse when asked);
 // i: the rows' indices within the sequence, rows at or past Sq are not written.
 template <class E, int kOTiles>
@@ -154,16 +217,18 @@ __device__ inline void store_rows(const float (&o)[kOTiles][4], const SoftmaxRow
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     if (i[h] >= Sq) continue;
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // no visible key: 0 and lse = -inf
+    // sum == 0: the row saw no key, 0 and lse = -inf. A NaN sum (a NaN query or key) is not that:
+    // it reaches the output and the lse.
+    const bool none = sum == 0.0f;
+    const float inv = 1.0f / sum;
     typename E::T* orow = out + b * a.o[0] + (q0 + i[h]) * a.o[1] + head * a.o[2];
 #pragma unroll
     for (int t = 0; t < kOTiles; ++t) {
       *reinterpret_cast<uint32_t*>(orow + t * 8 + tig * 2) =
-          sm80::pack2<E>(o[t][2 * h] * inv, o[t][2 * h + 1] * inv);
+          sm80::pack2<E>(none ? 0.0f : o[t][2 * h] * inv, none ? 0.0f : o[t][2 * h + 1] * inv);
     }
     if (lse != nullptr && tig == 0) {
-      lse[b * a.lse[0] + head * a.lse[1] + (q0 + i[h]) * a.lse[2]] =
-          sum > 0.0f ? rows.max[h] * kLn2 + logf(sum) : -INFINITY;
+      lse[b * a.lse[0] + head * a.lse[1] + (q0 + i[h]) * a.lse[2]] = none ? -INFINITY : rows.max[h] * kLn2 + logf(sum);
     }
   }
 }

@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
     if (x >= pairs) break;
     const int64_t g = x / (Dv / 8), c = x % (Dv / 8), h = hk * G + g;
     const float sum = sSum[g];
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;  // no visible key: 0; NaN stays NaN
     if (a.splits == 1) {
       T* orow = static_cast<T*>(a.out) + b * a.o_batch + h * a.o_head + c * 8;
       for (int e = 0; e < 8; ++e) orow[e] = E::store(acc[p][e] * inv);
@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
       for (int e = 0; e < 8; ++e) prow[e] = acc[p][e] * inv;
       if (c == 0) {
         a.part_lse[(b * a.Hq + h) * a.splits + split] =
-            sum > 0.0f ? sMax[g] * kLn2 + logf(sum) : -INFINITY;
+            sum == 0.0f ? -INFINITY : sMax[g] * kLn2 + logf(sum);
       }
     }
   }
@@ -212,8 +212,9 @@ template <class E>
 __global__ void paged_decode_merge_kernel(PagedDecodeArgs a) {
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq;
   const float* lse = a.part_lse + bh * a.splits;
+  // A NaN partial (its scores NaN) makes the result NaN: the max must not pass over it.
   float m = -INFINITY;
-  for (int64_t s = 0; s < a.splits; ++s) m = fmaxf(m, lse[s]);
+  for (int64_t s = 0; s < a.splits; ++s) m = isnan(lse[s]) || isnan(m) ? NAN : fmaxf(m, lse[s]);
   float total = 0.0f;
   for (int64_t s = 0; s < a.splits; ++s) total += m == -INFINITY ? 0.0f : __expf(lse[s] - m);
   typename E::T* orow = static_cast<typename E::T*>(a.out) + b * a.o_batch + h * a.o_head;
@@ -222,7 +223,7 @@ __global__ void paged_decode_merge_kernel(PagedDecodeArgs a) {
     for (int64_t s = 0; s < a.splits; ++s) {
       if (lse[s] != -INFINITY) v += __expf(lse[s] - m) * a.part_out[(bh * a.splits + s) * a.Dv + d];
     }
-    orow[d] = E::store(total > 0.0f ? v / total : 0.0f);
+    orow[d] = E::store(total == 0.0f ? 0.0f : v / total);
   }
 }
 

@@ -179,14 +179,14 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
       num += f * sO[(w * 16 + r) * Dv + d];
       den += f * sL[w * 16 + r];
     }
-    const float value = den > 0.0f ? num / den : 0.0f;
+    const float value = den == 0.0f ? 0.0f : num / den;  // no visible key: 0; NaN stays NaN
     const int64_t head = hk * G + r;
     if (a.splits == 1) {
       static_cast<T*>(a.out)[b * a.o_batch + head * a.o_head + d] = E::store(value);
     } else {
       a.part_out[((b * a.Hq + head) * a.splits + split) * Dv + d] = value;
       if (d == 0) {
-        a.part_lse[(b * a.Hq + head) * a.splits + split] = den > 0.0f ? m * kLn2 + logf(den) : -INFINITY;
+        a.part_lse[(b * a.Hq + head) * a.splits + split] = den == 0.0f ? -INFINITY : m * kLn2 + logf(den);
       }
     }
   }
