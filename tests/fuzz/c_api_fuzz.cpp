@@ -2,8 +2,10 @@
 // of the C API (include/xhal/xhal.h), and random names for its device functions. A call may fail
 // (that is the point) but must return a status with a message: never crash, abort, leak, read or
 // write outside the memory a tensor describes (ASan checks that; each tensor gets exactly the bytes
-// its shape and strides span). Tensors of more than kMaxBytes get no memory (data NULL); so do some
-// others (a NULL output), with any byte_offset; out-parameters are sometimes NULL.
+// its shape and strides span). Tensors of more than kMaxBytes get no memory (data NULL). After the
+// call's own choices comes a fault to plant in its arguments: NULL out-parameters, a tensor with
+// NULL data and any byte_offset, or a byte_offset its data pointer makes up for. (Made last, so
+// that the inputs kept in seeds/ from before decode to the same calls.)
 // Built with -DXHAL_FUZZ=ON (clang); .ci/run runs it for a bounded time; see docs/debugging.md.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -93,14 +96,7 @@ void fuzz_tensor(FuzzedDataProvider& in, const Palette& palette, bool index_like
   const int32_t device_type = in.ConsumeIntegralInRange<int>(0, 7) ? int32_t(kDLCPU) : in.PickValueInArray(kDevices);  // may lie outside the enum, as C allows
   std::memcpy(&t.device.device_type, &device_type, sizeof device_type);
   t.device.device_id = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? in.ConsumeIntegral<int32_t>() : 0;
-  // Mostly none; sometimes an offset that the data pointer makes up for (the view still describes
-  // the tensor's memory), sometimes any offset with no data at all.
-  const int offset_pick = in.ConsumeIntegralInRange<int>(0, 7);
-  const uint64_t offset = offset_pick == 1 ? in.ConsumeIntegralInRange<uint64_t>(1, 256)
-                          : offset_pick == 2 ? in.ConsumeIntegral<uint64_t>()
-                                             : 0;
-  t.byte_offset = offset;
-  const bool no_data = offset_pick == 2 || in.ConsumeIntegralInRange<int>(0, 15) == 0;  // a NULL output, too
+  t.byte_offset = 0;
   if (t.ndim < 0 || t.ndim > int(f.shape.size())) {
     t.data = nullptr;  // a rank beyond what the shape array holds: only the rank check may look
     t.shape = t.ndim > 0 ? nullptr : t.shape;
@@ -108,16 +104,14 @@ void fuzz_tensor(FuzzedDataProvider& in, const Palette& palette, bool index_like
   }
   const size_t element = std::max<size_t>(1, (size_t(t.dtype.bits) * t.dtype.lanes + 7) / 8);
   int64_t lo = 0, hi = 0;
-  if (no_data || !span_bytes(t, element, &lo, &hi)) {
+  if (!span_bytes(t, element, &lo, &hi)) {
     t.data = nullptr;
     return;
   }
   // Exactly the bytes spanned, filled from the input (indices, lengths and values included).
   f.memory.resize(size_t(hi - lo + 1) * element);
   for (auto& byte : f.memory) byte = in.ConsumeIntegral<unsigned char>();
-  // data + byte_offset is the first element's address, as DLPack defines it.
-  t.data = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(f.memory.data()) - uintptr_t(lo * int64_t(element)) -
-                                   uintptr_t(offset));
+  t.data = f.memory.data() - lo * int64_t(element);
 }
 
 // XHAL_FUZZ_VERBOSE=1 prints each decoded call (for reading a crash-* input back).
@@ -175,52 +169,104 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz_tensor(in, palette, i >= 5, f[size_t(i)]);
     t[size_t(i)] = (absent >> i) & 1 && (absent & 0xF0) == 0xF0 ? nullptr : &f[size_t(i)].t;
   }
-  describe(op, f, t);
   const xhal_attention_params params = fuzz_attention_params(in);
   const xhal_attention_params* maybe_params = in.ConsumeBool() ? &params : nullptr;
   const float eps = in.ConsumeFloatingPoint<float>();
-  xhal_status status = XHAL_OK;
+  // The call, its choices consumed now (left to right, as they once were inside the call) and made
+  // after the fault below is planted.
+  std::function<xhal_status()> call;
+  std::string name;
+  xhal_memory_status memory{};
+  int32_t count = 0;
+  char buffer[16];
+  bool null_out = false;
   switch (op) {
-    case 0: status = xhal_attention(t[0], t[1], t[2], t[3], maybe_params, in.ConsumeBool() ? t[4] : nullptr, nullptr); break;
-    case 1:
-      status = xhal_attention_varlen(t[0], t[1], t[2], t[5], t[6], in.ConsumeIntegralInRange<int64_t>(-2, 12),
-                                     in.ConsumeIntegralInRange<int64_t>(-2, 12), t[3], maybe_params,
-                                     in.ConsumeBool() ? t[4] : nullptr, nullptr);
+    case 0: {
+      const DLTensor* lse = in.ConsumeBool() ? t[4] : nullptr;
+      call = [&, lse] { return xhal_attention(t[0], t[1], t[2], t[3], maybe_params, lse, nullptr); };
       break;
-    case 2: status = xhal_paged_attention(t[0], t[1], t[2], t[5], t[6], t[3], maybe_params, nullptr); break;
-    case 3: status = xhal_rms_norm(t[0], t[1], eps, t[2], nullptr); break;
-    case 4: status = xhal_fused_add_rms_norm(t[0], t[3], t[1], eps, t[2], nullptr); break;
-    case 5: status = xhal_swiglu(t[0], t[1], t[2], nullptr); break;
-    case 6: status = xhal_swiglu_packed(t[0], t[2], nullptr); break;
-    case 7: status = xhal_rope(t[0], t[1], t[5], t[3], in.ConsumeIntegral<int32_t>(), nullptr); break;
-    case 8:
-      status = xhal_rope_cache(fuzz_extent(in), fuzz_extent(in), in.ConsumeFloatingPoint<double>(), t[3]);
+    }
+    case 1: {
+      const int64_t max_q = in.ConsumeIntegralInRange<int64_t>(-2, 12), max_k = in.ConsumeIntegralInRange<int64_t>(-2, 12);
+      const DLTensor* lse = in.ConsumeBool() ? t[4] : nullptr;
+      call = [&, max_q, max_k, lse] {
+        return xhal_attention_varlen(t[0], t[1], t[2], t[5], t[6], max_q, max_k, t[3], maybe_params, lse, nullptr);
+      };
       break;
-    case 9: status = xhal_linear(t[0], t[1], in.ConsumeBool() ? t[2] : nullptr, t[3], nullptr); break;
+    }
+    case 2: call = [&] { return xhal_paged_attention(t[0], t[1], t[2], t[5], t[6], t[3], maybe_params, nullptr); }; break;
+    case 3: call = [&] { return xhal_rms_norm(t[0], t[1], eps, t[2], nullptr); }; break;
+    case 4: call = [&] { return xhal_fused_add_rms_norm(t[0], t[3], t[1], eps, t[2], nullptr); }; break;
+    case 5: call = [&] { return xhal_swiglu(t[0], t[1], t[2], nullptr); }; break;
+    case 6: call = [&] { return xhal_swiglu_packed(t[0], t[2], nullptr); }; break;
+    case 7: {
+      const int32_t neox = in.ConsumeIntegral<int32_t>();
+      call = [&, neox] { return xhal_rope(t[0], t[1], t[5], t[3], neox, nullptr); };
+      break;
+    }
+    case 8: {
+      const int64_t max_pos = fuzz_extent(in), rotary_dim = fuzz_extent(in);
+      const double theta = in.ConsumeFloatingPoint<double>();
+      call = [&, max_pos, rotary_dim, theta] { return xhal_rope_cache(max_pos, rotary_dim, theta, t[3]); };
+      break;
+    }
+    case 9: {
+      const DLTensor* bias = in.ConsumeBool() ? t[2] : nullptr;
+      call = [&, bias] { return xhal_linear(t[0], t[1], bias, t[3], nullptr); };
+      break;
+    }
     default: {  // the device functions, with random names and buffer sizes
-      const std::string name = in.ConsumeRandomLengthString(24);
-      xhal_memory_status memory{};
-      int32_t count = 0;
-      char buffer[16];
+      name = in.ConsumeRandomLengthString(24);
       const size_t len = in.ConsumeIntegralInRange<size_t>(0, sizeof buffer);
-      const bool null_out = in.ConsumeIntegralInRange<int>(0, 3) == 0;  // out-parameters NULL
       switch (op) {
-        case 10:
-          status = xhal_memory_status_get(in.ConsumeBool() ? name.c_str() : nullptr, null_out ? nullptr : &memory);
+        case 10: {
+          const char* device = in.ConsumeBool() ? name.c_str() : nullptr;
+          call = [&, device] { return xhal_memory_status_get(device, null_out ? nullptr : &memory); };
           break;
-        case 11:
-          status = in.ConsumeBool() ? xhal_device_name(in.ConsumeIntegral<int32_t>(), null_out ? nullptr : buffer, len)
-                                    : xhal_default_device(null_out ? nullptr : buffer, len);
+        }
+        case 11: {
+          const int32_t index = in.ConsumeIntegral<int32_t>();
+          const bool with_buffer = in.ConsumeBool();
+          call = [&, index, with_buffer, len] {
+            return xhal_device_name(index, with_buffer && !null_out ? buffer : nullptr, len);
+          };
           break;
-        default:
-          switch (in.ConsumeIntegralInRange<int>(0, 2)) {
-            case 0: status = xhal_device_count(null_out ? nullptr : &count); break;
-            case 1: status = xhal_synchronize(name.c_str()); break;
-            default: status = xhal_empty_cache(name.c_str()); break;
-          }
+        }
+        default: {
+          const bool synchronize = in.ConsumeBool();
+          call = [&, synchronize] { return synchronize ? xhal_synchronize(name.c_str()) : xhal_empty_cache(name.c_str()); };
+        }
       }
     }
   }
+  // The fault: 0 none; 1 NULL out-parameters; 2 xhal_device_count instead of a device function
+  // (with fault 1's NULL when the next choice says so); 3 tensor k's data NULL with any byte_offset
+  // (a NULL output, too); 4 tensor k's byte_offset made up for by its data pointer (the same view).
+  switch (in.ConsumeIntegralInRange<int>(0, 4)) {
+    case 1: null_out = true; break;
+    case 2:
+      null_out = in.ConsumeBool();
+      if (op >= 10) call = [&] { return xhal_device_count(null_out ? nullptr : &count); };
+      break;
+    case 3: {
+      DLTensor& d = f[size_t(in.ConsumeIntegralInRange<int>(0, kTensors - 1))].t;
+      d.data = nullptr;
+      d.byte_offset = in.ConsumeIntegral<uint64_t>();
+      break;
+    }
+    case 4: {
+      DLTensor& d = f[size_t(in.ConsumeIntegralInRange<int>(0, kTensors - 1))].t;
+      const uint64_t offset = in.ConsumeIntegralInRange<uint64_t>(1, 256);
+      if (d.data != nullptr) {
+        d.data = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(d.data) - uintptr_t(offset));
+        d.byte_offset = offset;
+      }
+      break;
+    }
+    default: break;
+  }
+  describe(op, f, t);
+  const xhal_status status = call();
   expect_message(status);
   if (std::getenv("XHAL_FUZZ_VERBOSE") != nullptr) {
     std::fprintf(stderr, "op %d -> status %d: %s\n", op, int(status), xhal_last_error());
