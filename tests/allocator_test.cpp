@@ -90,6 +90,21 @@ class Allocator : public ::testing::Test {
   const Device device_{DeviceType::cuda, 0};
 };
 
+// A request near 2^64 once rounded up to a small size class (the sum wrapped): it is out of memory,
+// and the driver is never asked.
+TEST_F(Allocator, RequestsNearTwoToThe64AreRefusedNotWrapped) {
+  for (const bool direct : {false, true}) {
+    AllocatorConfig config;
+    config.direct = direct;
+    CachingAllocator a(device_, api_, config);
+    for (const size_t bytes : {SIZE_MAX, SIZE_MAX - 100, (size_t(1) << 62) + 1}) {
+      EXPECT_THROW(a.allocate(bytes, nullptr), OutOfMemoryError) << bytes;
+    }
+    EXPECT_EQ(driver_.mallocs, 0);
+    EXPECT_EQ(a.stats().num_ooms, 3u);
+  }
+}
+
 TEST_F(Allocator, SmallRequestsShareOneSegmentAndAreRounded) {
   CachingAllocator a(device_, api_, {});
   void* p = a.allocate(1, nullptr);

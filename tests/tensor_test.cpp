@@ -106,7 +106,8 @@ TEST(Tensor, NullPointersAreErrors) {
   expect_null_error([&] { Tensor::from_host(nullptr, {4}, DType::f32, Device::cpu()); }, "src");
   expect_null_error([&] { copy(TensorView(nullptr, DType::f32, {4}), TensorView(host.data(), DType::f32, {4})); }, "dst");
   // A DLTensor's offset is added only to a real pointer.
-  DLTensor dl = TensorView(host.data(), DType::f32, {4}).to_dlpack();
+  const TensorView view(host.data(), DType::f32, {4});
+  DLTensor dl = view.to_dlpack();  // points at the view's shape and strides
   dl.data = nullptr;
   dl.byte_offset = 16;
   try {

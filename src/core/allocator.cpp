@@ -36,6 +36,12 @@ void* CachingAllocator::allocate(size_t bytes, void* stream) {
                                        device_.str(), mib(bytes), bytes, config_.fail_allocation,
                                        config_.fail_allocation));
   }
+  // A request no device can hold is refused before rounding it up to a size class or a segment
+  // could wrap it around to a small one.
+  if (bytes > kMaxRequest) {
+    ++stats_.num_ooms;
+    throw_oom(bytes, "the request exceeds 2^62 bytes");
+  }
   const size_t size = round_up(bytes, kRound);
   Block* block = nullptr;
   if (config_.direct) {

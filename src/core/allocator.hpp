@@ -45,6 +45,7 @@ class CachingAllocator {
   static constexpr size_t kRound = 512;
   static constexpr size_t kSmallRequest = size_t(1) << 20;
   static constexpr size_t kSegment = size_t(2) << 20;
+  static constexpr size_t kMaxRequest = size_t(1) << 62;  // far above any device; rounding cannot wrap
 
  private:
   struct Block {
