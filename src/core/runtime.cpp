@@ -19,8 +19,8 @@ Runtime& Runtime::get() {
 }
 
 Runtime::Runtime() {
-  allocator_config_.direct =
-      env::or_warn(env::Var::allocator, [](env::Var v) { return env::choice(v, {{"caching", false}, {"direct", true}}, false); }, false);
+  const auto direct = [](env::Var v) { return env::choice(v, {{"caching", false}, {"direct", true}}, false); };
+  allocator_config_.direct = env::or_warn(env::Var::allocator, direct, false);
   if (const auto limit = env::or_warn(env::Var::memory_limit, env::bytes, std::optional<uint64_t>())) {
     allocator_config_.memory_limit = size_t(std::min<uint64_t>(*limit, SIZE_MAX));
   }
