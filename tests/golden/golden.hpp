@@ -1,6 +1,6 @@
 // Float64 reference ("golden") implementations of every xhal op, used by the conformance tests
 // as the truth. They are written plainly and independently of the kernels: straight loops, full
-// softmax over all keys, no blocking or tiling. Semantics follow DESIGN.md, section "Ops".
+// softmax over all keys, no blocking or tiling. Semantics follow docs/ops.md.
 //
 // Layout contract for every function: arrays are contiguous row-major std::vector<double>
 // (integer arrays std::vector<int64_t>) in the shapes written next to each parameter. Sizes
