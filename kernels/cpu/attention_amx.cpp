@@ -391,7 +391,7 @@ xhal_status run_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs
   const char* op = batched ? "attention" : "attention_varlen";
   switch (const xhal_status s = HWY_DYNAMIC_DISPATCH(attention_amx)(c, seqs, batched)) {
     case XHAL_OK: return XHAL_OK;
-    case XHAL_ERR_OUT_OF_MEMORY: return kernel_error(msg, len, s, "%s: no memory for the kernel's workspaces", op);
+    case XHAL_ERR_OUT_OF_MEMORY: return workspaces_refused(msg, len, op);
     default: return kernel_error(msg, len, s, "%s: the AMX kernel was dispatched to a target without AVX-512", op);
   }
 }

@@ -134,9 +134,7 @@ xhal_status run_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seq
                      size_t len) {
   int64_t bytes = 0;
   if (HWY_DYNAMIC_DISPATCH(attention_blas)(c, seqs, batched, &bytes)) return XHAL_OK;
-  return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "%s: no memory for the kernel's workspaces (%lld bytes per thread%s)",
-                      batched ? "attention" : "attention_varlen", (long long)bytes,
-                      bytes < 0 ? ": the size overflows" : "");
+  return workspaces_refused(msg, len, batched ? "attention" : "attention_varlen", bytes);
 }
 
 template <class E>

@@ -178,11 +178,4 @@ AttentionTasks<S> all_attention_tasks(const AttentionRows<S>& at, int64_t query_
   return AttentionTasks<S>(at, query_rows, 0, int64_t(at.seqs.size()) * at.kv_heads());
 }
 
-// The error of a kernel whose per-thread workspaces the allocator could not give.
-inline xhal_status workspace_error(char* msg, size_t len, const char* op, const ThreadWorkspaces& ws) {
-  return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY,
-                      "%s: no memory for the kernel's workspaces (%d threads x %lld bytes%s)", op, ws.threads(),
-                      (long long)ws.bytes_each(), ws.bytes_each() < 0 ? ": the size overflows" : "");
-}
-
 }  // namespace xhal::cpu

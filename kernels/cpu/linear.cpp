@@ -32,7 +32,7 @@ struct LinearKernel {
     tiles(size);
     const ThreadWorkspaces workspaces(c, size.bytes(), row_tiles * col_tiles);
     if (!workspaces.ok()) {
-      return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "linear: no memory for the kernel's workspaces");
+      return workspaces_refused(msg, len, "linear", workspaces.bytes_each());
     }
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(workspaces.threads())
     for (int64_t ct = 0; ct < col_tiles; ++ct) {

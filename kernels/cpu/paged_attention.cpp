@@ -27,7 +27,7 @@ struct PagedAttentionKernel {
     const MaskParams mask = MaskParams::from(c->params);
     const ThreadWorkspaces workspaces(c, CoreBuffers::bytes(group, max_keys, D, Dv), B * Hkv);
     if (!workspaces.ok()) {
-      return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "paged_attention: no memory for the kernel's workspaces");
+      return workspaces_refused(msg, len, "paged_attention", workspaces.bytes_each());
     }
     RegionErrors errors;
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(workspaces.threads())

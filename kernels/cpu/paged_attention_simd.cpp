@@ -346,7 +346,7 @@ struct PagedAttentionSimd {
     if (const xhal_status s = check_paged_tables(c, msg, len); s != XHAL_OK) return s;
     if (c->t[XHAL_SLOT_Q]->shape[0] * c->t[XHAL_SLOT_Q]->shape[1] == 0) return XHAL_OK;
     if (HWY_DYNAMIC_DISPATCH(paged_decode)(c)) return XHAL_OK;
-    return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "paged_attention: no memory for the kernel's workspaces");
+    return workspaces_refused(msg, len, "paged_attention");
   }
 };
 }  // namespace

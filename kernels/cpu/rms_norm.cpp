@@ -33,7 +33,7 @@ struct RmsNormKernel {
     load_row<E>(w.data, weight.data(), n);
     const ThreadWorkspaces workspaces(c, checked_bytes(n, sizeof(float)), rows);  // a row in f32 each
     if (!workspaces.ok()) {
-      return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "rms_norm: no memory for the kernel's workspaces");
+      return workspaces_refused(msg, len, "rms_norm", workspaces.bytes_each());
     }
 #pragma omp parallel num_threads(workspaces.threads())
     {

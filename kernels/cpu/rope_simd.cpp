@@ -151,7 +151,7 @@ struct RopeSimd {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     if (const xhal_status s = check_rope_positions(c, msg, len); s != XHAL_OK) return s;
     if (HWY_DYNAMIC_DISPATCH(rope)(c)) return XHAL_OK;
-    return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "rope: no memory for the kernel's workspaces");
+    return workspaces_refused(msg, len, "rope");
   }
 };
 }  // namespace

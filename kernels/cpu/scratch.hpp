@@ -10,9 +10,25 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kernel_registration.hpp"
 #include "xhal/plugin.h"
 
 namespace xhal::cpu {
+
+// The out_of_memory error of a kernel of `op` whose scratch the allocator refused; bytes_each:
+// what one thread needed (-1: the size overflowed; 0: not known where the error is made).
+inline xhal_status workspaces_refused(char* msg, size_t len, const char* op, int64_t bytes_each = 0) {
+  if (bytes_each == 0) {
+    return kernels::kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "%s: no memory for the kernel's workspaces", op);
+  }
+  if (bytes_each < 0) {
+    return kernels::kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY,
+                                 "%s: no memory for the kernel's workspaces (their size overflows)", op);
+  }
+  return kernels::kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY,
+                               "%s: no memory for the kernel's workspaces (%lld bytes per thread)", op,
+                               (long long)bytes_each);
+}
 
 // count * element bytes, or -1 when that overflows (or count < 0).
 inline int64_t checked_bytes(int64_t count, int64_t element) {

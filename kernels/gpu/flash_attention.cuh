@@ -136,8 +136,6 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   // The keys [bad_begin, bad_end) (relative to kv_begin) span the edge tiles whose V had
   // non-finite values zeroed; added back once, after the loop (add_non_finite_values).
   int bad_begin = -1, bad_end = -1;
-  // The keys every row of the block sees, relative to kv_begin: tiles outside are edge tiles.
-  const int all_lo = int(blk.all_lo - kv_begin), all_hi = int(blk.all_hi - kv_begin);
   int stage = 0;
   for (int64_t j0 = kv_begin; j0 < kv_end; j0 += kBlockN, stage ^= 1) {
     if (j0 + kBlockN < kv_end) {  // the next tile loads while this one is used
@@ -152,7 +150,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     // A thread's own cp.async copies are complete here; in an edge tile (the same for the whole
     // block) each checks those of V, and the barrier tells all whether any held a non-finite value.
     bool non_finite = false;
-    if (const int jt = int(j0 - kv_begin); jt < all_lo || jt + kBlockN > all_hi) {  // an edge tile
+    if (blk.edge_tile(int(j0 - kv_begin), kBlockN)) {
       non_finite = __syncthreads_or(
           zero_own_non_finite<E, kBlockN, D, kStride, kThreads>(sV + stage * kBlockN * kStride, j0, Sk));
     } else {

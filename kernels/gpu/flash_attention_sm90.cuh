@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     sm90::mbarrier_wait(v_full + st, parity(t));
     unsigned char* v_tile = sV + st * Tile::kKVBytes;
     bool non_finite = false;
-    if (blk.edge_tile(blk.kv_begin + t * kBlockN, kBlockN)) {  // the same for both consumers
+    if (blk.edge_tile(int(t * kBlockN), kBlockN)) {  // the same for both consumers
       bool any = false;
       for (int c = threadIdx.x - 128; c < Tile::kKVBytes / 16; c += 256) any |= zero_non_finite<E>(v_tile + c * 16);
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the zeros before wgmma reads them

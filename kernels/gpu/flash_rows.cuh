@@ -18,7 +18,7 @@ namespace xhal::gpu {
 template <class T>
 struct FlashBlock {
   int64_t b, head, hk, q0, k0, Sq, Sk, i0, kv_begin, kv_end;
-  int64_t all_lo, all_hi;  // the keys every row of the block sees: [all_lo, all_hi)
+  int all_lo, all_hi;  // the keys every row of the block sees, relative to kv_begin
   const T *qb, *kb, *vb;  // this (sequence, head)'s first row of q, k and v (see bases())
 
   // False when the block has no rows (a varlen sequence shorter than the longest).
@@ -34,13 +34,13 @@ struct FlashBlock {
     mask.visible((i0 + block_m < Sq ? i0 + block_m : Sq) - 1, Sq, Sk, &lo_last, &hi_last);
     kv_begin = lo_first / block_n * block_n;
     kv_end = hi_last;
-    all_lo = lo_last, all_hi = hi_first;
+    all_lo = int(lo_last - kv_begin), all_hi = int(hi_first - kv_begin);  // keys fit in int32 (flash_supports)
     return true;
   }
-  // Whether the mask hides some of keys [j0, j0 + n) from some row of the block (the diagonal
-  // tiles of a causal mask, a window's edges, keys past kv_end): there P has zeros that must not
-  // meet a non-finite V (mask_non_finite_values).
-  __device__ bool edge_tile(int64_t j0, int n) const { return j0 < all_lo || j0 + n > all_hi; }
+  // Whether the mask hides some of keys [jt, jt + n) (relative to kv_begin) from some row of the
+  // block (the diagonal tiles of a causal mask, a window's edges, keys past kv_end): there P has
+  // zeros that must not meet a non-finite V (zero_non_finite, add_non_finite_values).
+  __device__ bool edge_tile(int jt, int n) const { return jt < all_lo || jt + n > all_hi; }
   __device__ void bases(const T* q, const T* k, const T* v, const AttnLayout& a) {
     qb = q + b * a.q[0] + q0 * a.q[1] + head * a.q[2];
     kb = k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2];
