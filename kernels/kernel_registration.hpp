@@ -19,10 +19,18 @@ struct Accuracy {
 struct KernelTraits {
   int priority = 0;
   bool is_reference = false;
-  const char* (*supports)(const xhal_op_call*) = nullptr;
+  xhal_kernel_supports_fn supports = nullptr;
 };
 
+// A kernel's body: the call, and the buffer for its message. In-tree kernels keep no context of
+// their own; guarded() gives them the ABI's signature.
 using RunFn = xhal_status (*)(const xhal_op_call*, char*, size_t);
+
+// The call's parameter struct, as the op table declares it for the op.
+template <class Params>
+const Params& op_params(const xhal_op_call* c) {
+  return *static_cast<const Params*>(c->params);
+}
 
 // Writes a printf-style message for the core and returns `status`.
 inline xhal_status kernel_error(char* msg, size_t len, xhal_status status, const char* format, ...)
@@ -39,7 +47,7 @@ inline xhal_status kernel_error(char* msg, size_t len, xhal_status status, const
 // op's out_of_memory, anything else its internal error, each with the exception's message. Every
 // kernel a plugin registers goes through it.
 template <RunFn Run>
-xhal_status guarded(const xhal_op_call* call, char* msg, size_t len) noexcept {
+xhal_status guarded(void*, const xhal_op_call* call, char* msg, size_t len) noexcept {
   try {
     return Run(call, msg, len);
   } catch (const std::bad_alloc&) {
@@ -52,7 +60,7 @@ xhal_status guarded(const xhal_op_call* call, char* msg, size_t len) noexcept {
 }
 
 inline void register_kernel(const xhal_host_api* host, const char* name, xhal_op op,
-                            xhal_dtype dtype, RunFn run, Accuracy accuracy, KernelTraits traits) {
+                            xhal_dtype dtype, xhal_kernel_run_fn run, Accuracy accuracy, KernelTraits traits) {
   xhal_kernel_desc desc{};
   desc.struct_size = sizeof desc;
   desc.name = name;
@@ -64,7 +72,10 @@ inline void register_kernel(const xhal_host_api* host, const char* name, xhal_op
   desc.atol = accuracy.atol;
   desc.supports = traits.supports;
   desc.run = run;
-  host->register_kernel(host->ctx, &desc);
+  char message[256] = "";
+  if (host->register_kernel(host->ctx, &desc, message, sizeof message) != XHAL_OK && host->log != nullptr) {
+    host->log(host->ctx, XHAL_LOG_WARN, message);
+  }
 }
 
 // Registers Kernel<E>::run for each element type E (each with E::kDType and E's accuracy class

@@ -32,42 +32,44 @@ struct FakeDriver {
 };
 FakeDriver* g_driver = nullptr;
 
-xhal_status fake_malloc(int32_t, size_t bytes, void** ptr) {
-  if (g_driver->used + bytes > g_driver->capacity) return XHAL_ERR_OUT_OF_MEMORY;
+xhal_status fake_malloc(void*, int32_t, size_t bytes, void** ptr, char* msg, size_t len) {
+  if (g_driver->used + bytes > g_driver->capacity) {
+    std::snprintf(msg, len, "fake driver out of memory");
+    return XHAL_ERR_OUT_OF_MEMORY;
+  }
   *ptr = std::malloc(bytes);
   g_driver->used += bytes;
   g_driver->blocks[*ptr] = bytes;
   ++g_driver->mallocs;
   return XHAL_OK;
 }
-xhal_status fake_free(int32_t, void* ptr) {
+xhal_status fake_free(void*, int32_t, void* ptr, char*, size_t) {
   g_driver->used -= g_driver->blocks.at(ptr);
   g_driver->blocks.erase(ptr);
   std::free(ptr);
   ++g_driver->frees;
   return XHAL_OK;
 }
-xhal_status fake_mem_info(int32_t, size_t* free_bytes, size_t* total) {
+xhal_status fake_mem_info(void*, int32_t, size_t* free_bytes, size_t* total, char*, size_t) {
   *free_bytes = g_driver->capacity - g_driver->used;
   *total = g_driver->capacity;
   return XHAL_OK;
 }
-xhal_status fake_event_create(int32_t, void** event) {
+xhal_status fake_event_create(void*, int32_t, void** event, char*, size_t) {
   *event = reinterpret_cast<void*>(intptr_t(g_driver->next_event++));
   return XHAL_OK;
 }
-xhal_status fake_event_destroy(int32_t, void* event) {
+xhal_status fake_event_destroy(void*, int32_t, void* event, char*, size_t) {
   g_driver->pending_events.erase(event);
   return XHAL_OK;
 }
-xhal_status fake_event_record(int32_t, void* event, void*) {
+xhal_status fake_event_record(void*, int32_t, void* event, void*, char*, size_t) {
   g_driver->pending_events.insert(event);
   return XHAL_OK;
 }
-xhal_status fake_event_query(int32_t, void* event) {
+xhal_status fake_event_query(void*, int32_t, void* event, char*, size_t) {
   return g_driver->pending_events.count(event) ? XHAL_NOT_READY : XHAL_OK;
 }
-const char* fake_last_error() { return "fake driver out of memory"; }
 
 void* const kStreamA = reinterpret_cast<void*>(0xa);
 void* const kStreamB = reinterpret_cast<void*>(0xb);
@@ -76,14 +78,13 @@ class Allocator : public ::testing::Test {
  protected:
   void SetUp() override {
     g_driver = &driver_;
-    api_.malloc = fake_malloc;
-    api_.free = fake_free;
-    api_.mem_get_info = fake_mem_info;
+    api_.mem_alloc = fake_malloc;
+    api_.mem_release = fake_free;
+    api_.mem_info = fake_mem_info;
     api_.event_create = fake_event_create;
     api_.event_destroy = fake_event_destroy;
     api_.event_record = fake_event_record;
     api_.event_query = fake_event_query;
-    api_.last_error = fake_last_error;
   }
   FakeDriver driver_;
   xhal_plugin_api api_{};

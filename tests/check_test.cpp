@@ -27,15 +27,15 @@ int64_t numel(const DLTensor* t) {
 constexpr int64_t kPlantedIndex = 37;  // the one element the planted kernels get wrong
 
 // rms_norm of contiguous f32 rows, right except out[kPlantedIndex] (0.5 too large).
-xhal_status planted_rms_norm(const xhal_op_call* c, char*, size_t) {
-  const DLTensor* x = c->t[XHAL_SLOT_X];
+xhal_status planted_rms_norm(void*, const xhal_op_call* c, char*, size_t) {
+  const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
   const int64_t n = x->shape[x->ndim - 1], rows = numel(x) / n;
-  const float *xv = f32_data(x), *w = f32_data(c->t[XHAL_SLOT_WEIGHT]);
-  float* out = f32_data(c->t[XHAL_SLOT_NORM_OUT]);
+  const float *xv = f32_data(x), *w = f32_data(c->tensors[XHAL_RMS_NORM_WEIGHT]);
+  float* out = f32_data(c->tensors[XHAL_RMS_NORM_OUT]);
   for (int64_t r = 0; r < rows; ++r) {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += double(xv[r * n + i]) * xv[r * n + i];
-    const float inv = float(1.0 / std::sqrt(sum / double(n) + c->params.eps));
+    const float inv = float(1.0 / std::sqrt(sum / double(n) + static_cast<const xhal_norm_op_params*>(c->params)->eps));
     for (int64_t i = 0; i < n; ++i) out[r * n + i] = xv[r * n + i] * inv * w[i];
   }
   out[kPlantedIndex] += 0.5f;
@@ -43,11 +43,11 @@ xhal_status planted_rms_norm(const xhal_op_call* c, char*, size_t) {
 }
 
 // fused_add_rms_norm whose out is right but which leaves residual[kPlantedIndex] as it was.
-xhal_status planted_fused_add(const xhal_op_call* c, char*, size_t) {
-  const DLTensor* x = c->t[XHAL_SLOT_X];
+xhal_status planted_fused_add(void*, const xhal_op_call* c, char*, size_t) {
+  const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
   const int64_t n = x->shape[x->ndim - 1], rows = numel(x) / n;
-  const float *xv = f32_data(x), *w = f32_data(c->t[XHAL_SLOT_WEIGHT]);
-  float *res = f32_data(c->t[XHAL_SLOT_RESIDUAL]), *out = f32_data(c->t[XHAL_SLOT_NORM_OUT]);
+  const float *xv = f32_data(x), *w = f32_data(c->tensors[XHAL_RMS_NORM_WEIGHT]);
+  float *res = f32_data(c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL]), *out = f32_data(c->tensors[XHAL_RMS_NORM_OUT]);
   for (int64_t r = 0; r < rows; ++r) {
     double sum = 0;
     std::vector<float> v(static_cast<size_t>(n));
@@ -55,7 +55,7 @@ xhal_status planted_fused_add(const xhal_op_call* c, char*, size_t) {
       v[size_t(i)] = xv[r * n + i] + res[r * n + i];
       sum += double(v[size_t(i)]) * v[size_t(i)];
     }
-    const float inv = float(1.0 / std::sqrt(sum / double(n) + c->params.eps));
+    const float inv = float(1.0 / std::sqrt(sum / double(n) + static_cast<const xhal_norm_op_params*>(c->params)->eps));
     for (int64_t i = 0; i < n; ++i) {
       out[r * n + i] = v[size_t(i)] * inv * w[i];
       if (r * n + i != kPlantedIndex) res[r * n + i] = v[size_t(i)];
@@ -64,7 +64,7 @@ xhal_status planted_fused_add(const xhal_op_call* c, char*, size_t) {
   return XHAL_OK;
 }
 
-int64_t plant(xhal_op op, const char* name, xhal_status (*run)(const xhal_op_call*, char*, size_t)) {
+int64_t plant(xhal_op op, const char* name, xhal_kernel_run_fn run) {
   xhal_kernel_desc desc{};
   desc.struct_size = sizeof desc;
   desc.name = name;

@@ -78,7 +78,7 @@ TEST_P(GpuPlugins, CollectivesEngineNamesItsLibrary) {
   }
   unsigned char id[XHAL_COMM_ID_BYTES];
   char msg[512] = {};
-  EXPECT_EQ(engine->make_id(id, msg, sizeof msg), XHAL_ERR_UNSUPPORTED);
+  EXPECT_EQ(engine->make_id(engine->self, id, msg, sizeof msg), XHAL_ERR_UNSUPPORTED);
   EXPECT_NE(std::string(msg).find(p.library + " cannot be opened"), std::string::npos) << msg;
 }
 

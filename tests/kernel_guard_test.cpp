@@ -36,7 +36,7 @@ xhal_status throws_bad_alloc(const xhal_op_call*, char*, size_t) { throw std::ba
 TEST(KernelGuard, ExceptionInAParallelLoopBecomesTheKernelsStatus) {
   char message[128] = {};
   g_iterations = 0;
-  EXPECT_EQ(kernels::guarded<&throws_in_region<std::runtime_error>>(nullptr, message, sizeof message),
+  EXPECT_EQ(kernels::guarded<&throws_in_region<std::runtime_error>>(nullptr, nullptr, message, sizeof message),
             XHAL_ERR_INTERNAL);
   EXPECT_STREQ(message, "iteration 37 failed");
   EXPECT_GE(g_iterations.load(), 1);
@@ -44,7 +44,7 @@ TEST(KernelGuard, ExceptionInAParallelLoopBecomesTheKernelsStatus) {
 
 TEST(KernelGuard, HostMemoryRunningOutIsOutOfMemory) {
   char message[128] = {};
-  EXPECT_EQ(kernels::guarded<&throws_bad_alloc>(nullptr, message, sizeof message), XHAL_ERR_OUT_OF_MEMORY);
+  EXPECT_EQ(kernels::guarded<&throws_bad_alloc>(nullptr, nullptr, message, sizeof message), XHAL_ERR_OUT_OF_MEMORY);
   EXPECT_STREQ(message, "host memory exhausted");
 }
 

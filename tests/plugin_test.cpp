@@ -70,14 +70,24 @@ TEST(Plugin, DirectoryWritableByOthersIsRefusedUnopened) {
   // Once the directory is closed again, the same file is opened (and refused for its ABI).
   chmod(std::filesystem::path(path).parent_path().c_str(), 0755);
   b = DeviceManager::instance().load_plugin(path);
-  EXPECT_NE(b.reason.find("ABI version mismatch"), std::string::npos) << b.reason;
+  EXPECT_NE(b.reason.find("a plugin of ABI version 43"), std::string::npos) << b.reason;
 }
 
-TEST(Plugin, WrongAbiVersionIsRefused) {
+TEST(Plugin, WrongAbiVersionIsRefusedBeforeInit) {
+  // Its init would fail with "must never be called": the version is asked first.
   auto b = record_for("libxhal_wrongabi.so");
   EXPECT_FALSE(b.loaded);
-  EXPECT_NE(b.reason.find("ABI version mismatch: plugin has 42, this xhal needs 1"), std::string::npos)
-      << b.reason;
+  EXPECT_NE(b.reason.find("a plugin of ABI version 43; this xhal loads ABI version 2 plugins: rebuild it"),
+            std::string::npos) << b.reason;
+}
+
+TEST(Plugin, AbiVersion1PluginIsRefusedBeforeInit) {
+  // Its init aborts the process: the core must tell a version 1 plugin by its missing symbol.
+  auto b = record_for("libxhal_abiv1.so");
+  EXPECT_FALSE(b.loaded);
+  EXPECT_NE(b.reason.find("a plugin of ABI version 1 (it has no xhal_plugin_abi_version); this xhal loads "
+                          "ABI version 2 plugins"),
+            std::string::npos) << b.reason;
 }
 
 TEST(Plugin, FailingInitIsRefusedAndLeavesNoKernels) {

@@ -35,14 +35,14 @@ std::vector<std::string> cpu_rms_norm_kernels() {
 }
 
 // Refuses rows longer than 8 elements, so calls with N > 8 fall back to the CPU's own kernels.
-const char* fast_supports(const xhal_op_call* call) {
-  return call->t[XHAL_SLOT_X]->shape[call->t[XHAL_SLOT_X]->ndim - 1] > 8 ? "rows longer than 8"
+const char* fast_supports(void*, const xhal_op_call* call) {
+  return call->tensors[XHAL_RMS_NORM_X]->shape[call->tensors[XHAL_RMS_NORM_X]->ndim - 1] > 8 ? "rows longer than 8"
                                                                           : nullptr;
 }
 
-xhal_status fast_run(const xhal_op_call* call, char*, size_t) {
+xhal_status fast_run(void*, const xhal_op_call* call, char*, size_t) {
   ++g_fast_runs;
-  const DLTensor* out = call->t[XHAL_SLOT_NORM_OUT];
+  const DLTensor* out = call->tensors[XHAL_RMS_NORM_OUT];
   int64_t n = 1;
   for (int d = 0; d < out->ndim; ++d) n *= out->shape[d];
   for (int64_t i = 0; i < n; ++i) static_cast<float*>(out->data)[i] = 42.0f;
@@ -50,7 +50,7 @@ xhal_status fast_run(const xhal_op_call* call, char*, size_t) {
 }
 
 // Registers a priority-100 f32 rms_norm kernel for the CPU backend (as a plugin would).
-int64_t register_test_rms_norm(const char* name, const char* (*supports)(const xhal_op_call*)) {
+int64_t register_test_rms_norm(const char* name, xhal_kernel_supports_fn supports) {
   xhal_kernel_desc desc{};
   desc.struct_size = sizeof desc;
   desc.name = name;

@@ -121,16 +121,16 @@ TEST(Stress, DispatchAllocateAndFreeOnManyStreams) {
 
 // Kernels registered and unregistered while other threads dispatch the same op: each call runs
 // one complete kernel (the registry holds it while it runs), and every result is right.
-xhal_status scalar_rms_norm(const xhal_op_call* call, char*, size_t) {
-  const DLTensor* x = call->t[XHAL_SLOT_X];
+xhal_status scalar_rms_norm(void*, const xhal_op_call* call, char*, size_t) {
+  const DLTensor* x = call->tensors[XHAL_RMS_NORM_X];
   const auto* in = static_cast<const float*>(x->data);
-  const auto* w = static_cast<const float*>(call->t[XHAL_SLOT_WEIGHT]->data);
-  auto* out = static_cast<float*>(call->t[XHAL_SLOT_NORM_OUT]->data);
+  const auto* w = static_cast<const float*>(call->tensors[XHAL_RMS_NORM_WEIGHT]->data);
+  auto* out = static_cast<float*>(call->tensors[XHAL_RMS_NORM_OUT]->data);
   const int64_t n = x->shape[x->ndim - 1], rows = x->shape[0];
   for (int64_t r = 0; r < rows; ++r) {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += double(in[r * n + i]) * in[r * n + i];
-    const auto inv = float(1.0 / std::sqrt(sum / double(n) + call->params.eps));
+    const auto inv = float(1.0 / std::sqrt(sum / double(n) + static_cast<const xhal_norm_op_params*>(call->params)->eps));
     for (int64_t i = 0; i < n; ++i) out[r * n + i] = in[r * n + i] * inv * w[i];
   }
   return XHAL_OK;

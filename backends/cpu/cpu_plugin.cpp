@@ -20,10 +20,8 @@
 
 namespace {
 
-thread_local std::string t_last_error;
-
-xhal_status fail(xhal_status status, std::string message) {
-  t_last_error = std::move(message);
+xhal_status fail(char* msg, size_t len, xhal_status status, const char* message) {
+  std::snprintf(msg, len, "%s", message);
   return status;
 }
 
@@ -51,15 +49,15 @@ const char* simd_arch(int* lanes) {
 #endif
 }
 
-int32_t device_count(char*, size_t) { return 1; }
+int32_t device_count(void*, char*, size_t) { return 1; }
 
-xhal_status check_device(int32_t device) {
+xhal_status check_device(int32_t device, char* msg, size_t len) {
   return device == 0 ? XHAL_OK
-                     : fail(XHAL_ERR_INVALID_ARGUMENT, "the cpu backend has one device, cpu (index 0)");
+                     : fail(msg, len, XHAL_ERR_INVALID_ARGUMENT, "the cpu backend has one device, cpu (index 0)");
 }
 
-xhal_status mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {
-  if (auto s = check_device(device); s != XHAL_OK) return s;
+xhal_status mem_info(void*, int32_t device, size_t* free_bytes, size_t* total_bytes, char* msg, size_t len) {
+  if (auto s = check_device(device, msg, len); s != XHAL_OK) return s;
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   *total_bytes = size_t(sysconf(_SC_PHYS_PAGES)) * page;
   *free_bytes = size_t(sysconf(_SC_AVPHYS_PAGES)) * page;
@@ -73,36 +71,49 @@ xhal_status mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes
   return XHAL_OK;
 }
 
-xhal_status device_props(int32_t device, xhal_device_props* props) {
-  if (auto s = check_device(device); s != XHAL_OK) return s;
-  std::snprintf(props->name, sizeof props->name, "%s", cpu_model_name().c_str());
+xhal_status query_int(void*, int32_t device, xhal_query key, int64_t* value, char* msg, size_t len) {
+  if (auto s = check_device(device, msg, len); s != XHAL_OK) return s;
   int lanes = 1;
-  std::snprintf(props->arch, sizeof props->arch, "%s", simd_arch(&lanes));
   size_t free_bytes = 0, total_bytes = 0;
-  mem_get_info(0, &free_bytes, &total_bytes);
-  props->total_memory = total_bytes;
-  props->compute_units = omp_get_max_threads();
-  props->warp_size = lanes;
-  return XHAL_OK;
+  switch (key) {
+    case XHAL_QUERY_TOTAL_MEMORY:
+      mem_info(nullptr, 0, &free_bytes, &total_bytes, msg, len);
+      return *value = int64_t(total_bytes), XHAL_OK;
+    case XHAL_QUERY_COMPUTE_UNITS: return *value = omp_get_max_threads(), XHAL_OK;
+    case XHAL_QUERY_WARP_SIZE: return simd_arch(&lanes), *value = lanes, XHAL_OK;
+    default: return fail(msg, len, XHAL_ERR_UNSUPPORTED, "not an integer property of the cpu plugin");
+  }
 }
 
-xhal_status host_malloc(int32_t device, size_t bytes, void** ptr) {
-  if (auto s = check_device(device); s != XHAL_OK) return s;
+xhal_status query_text(void*, int32_t device, xhal_query key, char* value, size_t value_len, char* msg,
+                       size_t len) {
+  if (auto s = check_device(device, msg, len); s != XHAL_OK) return s;
+  int lanes = 1;
+  switch (key) {
+    case XHAL_QUERY_NAME: return std::snprintf(value, value_len, "%s", cpu_model_name().c_str()), XHAL_OK;
+    case XHAL_QUERY_ARCH: return std::snprintf(value, value_len, "%s", simd_arch(&lanes)), XHAL_OK;
+    default: return fail(msg, len, XHAL_ERR_UNSUPPORTED, "not a text property of the cpu plugin");
+  }
+}
+
+xhal_status host_alloc(void*, int32_t device, size_t bytes, void** ptr, char* msg, size_t len) {
+  if (auto s = check_device(device, msg, len); s != XHAL_OK) return s;
   constexpr size_t kAlign = 64;
-  if (bytes > (size_t(1) << 62)) return fail(XHAL_ERR_OUT_OF_MEMORY, "request exceeds the address space");
+  if (bytes > (size_t(1) << 62)) return fail(msg, len, XHAL_ERR_OUT_OF_MEMORY, "request exceeds the address space");
   *ptr = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-  if (*ptr == nullptr) return fail(XHAL_ERR_OUT_OF_MEMORY, "aligned_alloc returned NULL");
+  if (*ptr == nullptr) return fail(msg, len, XHAL_ERR_OUT_OF_MEMORY, "aligned_alloc returned NULL");
   return XHAL_OK;
 }
 
-xhal_status host_free(int32_t, void* ptr) {
+xhal_status host_release(void*, int32_t, void* ptr, char*, size_t) {
   std::free(ptr);
   return XHAL_OK;
 }
 
 // Large copies are split across the OpenMP threads: one core does not saturate memory bandwidth.
 // Beyond the caches they stream (kernels/cpu/stream_copy.hpp) where the plugin has SIMD kernels.
-xhal_status host_memcpy(int32_t, void* dst, const void* src, size_t bytes, xhal_copy_kind, void*) {
+xhal_status host_copy(void*, int32_t, void* dst, const void* src, size_t bytes, xhal_copy_kind, void*, char*,
+                      size_t) {
   constexpr size_t kParallelBytes = size_t(8) << 20;
   if (bytes < kParallelBytes) {
     if (bytes != 0) std::memcpy(dst, src, bytes);
@@ -126,21 +137,24 @@ xhal_status host_memcpy(int32_t, void* dst, const void* src, size_t bytes, xhal_
 }
 
 // Work on the CPU completes before the call returns: streams and events are NULL and complete.
-xhal_status null_handle(int32_t, void** handle) {
+xhal_status create_null(void*, int32_t, void** handle, char*, size_t) {
   *handle = nullptr;
   return XHAL_OK;
 }
-xhal_status done(int32_t, void*) { return XHAL_OK; }
-xhal_status done2(int32_t, void*, void*) { return XHAL_OK; }
-xhal_status device_synchronize(int32_t device) { return check_device(device); }
-const char* last_error() { return t_last_error.c_str(); }
+xhal_status complete(void*, int32_t, void*, char*, size_t) { return XHAL_OK; }
+xhal_status complete_pair(void*, int32_t, void*, void*, char*, size_t) { return XHAL_OK; }
+xhal_status device_synchronize(void*, int32_t device, char* msg, size_t len) { return check_device(device, msg, len); }
 
 }  // namespace
+
+extern "C" __attribute__((visibility("default"))) uint32_t xhal_plugin_abi_version(void) {
+  return XHAL_PLUGIN_ABI_VERSION;
+}
 
 extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
     const xhal_host_api* host, xhal_plugin_api* api, char* reason, size_t reason_len) {
   if (host == nullptr || host->abi_version != XHAL_PLUGIN_ABI_VERSION ||
-      api->struct_size < sizeof(xhal_plugin_api)) {
+      api->struct_size < XHAL_PLUGIN_API_MIN_SIZE) {
     std::snprintf(reason, reason_len, "xhal ABI %u, this cpu plugin needs %d",
                   host ? host->abi_version : 0u, XHAL_PLUGIN_ABI_VERSION);
     return XHAL_ERR_UNSUPPORTED;
@@ -157,27 +171,27 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
                                      "; BLAS: " + xhal::cpu::blas_summary() + "; " + xhal::cpu::onednn_summary() +
                                      "; " + xhal::cpu::amx_summary();
   api->abi_version = XHAL_PLUGIN_ABI_VERSION;
-  api->struct_size = sizeof(xhal_plugin_api);
+  api->self = nullptr;  // one process-wide host: no state of its own
   api->backend = "cpu";
   api->version = version.c_str();
   api->dlpack_device_type = kDLCPU;
   api->device_count = device_count;
-  api->device_props = device_props;
-  api->mem_get_info = mem_get_info;
-  api->malloc = host_malloc;
-  api->free = host_free;
-  api->memcpy = host_memcpy;
-  api->stream_create = null_handle;
-  api->stream_destroy = done;
-  api->stream_synchronize = done;
+  api->query_int = query_int;
+  api->query_text = query_text;
+  api->mem_info = mem_info;
+  api->mem_alloc = host_alloc;
+  api->mem_release = host_release;
+  api->mem_copy = host_copy;
+  api->stream_create = create_null;
+  api->stream_destroy = complete;
+  api->stream_synchronize = complete;
   api->device_synchronize = device_synchronize;
-  api->event_create = null_handle;
-  api->event_destroy = done;
-  api->event_record = done2;
-  api->event_query = done;
-  api->event_synchronize = done;
-  api->stream_wait_event = done2;
-  api->last_error = last_error;
+  api->event_create = create_null;
+  api->event_destroy = complete;
+  api->event_record = complete_pair;
+  api->event_query = complete;
+  api->event_synchronize = complete;
+  api->stream_wait_event = complete_pair;
   api->shutdown = nullptr;
   api->comm = nullptr;  // cpu collectives go through MPI in the core (src/comm)
 
@@ -208,7 +222,7 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   register_linear_onednn_kernels(host);
 #endif
   if (const std::string warning = blas_kernels_warning(); !warning.empty() && host->log != nullptr) {
-    host->log(host->ctx, 2, ("cpu plugin: " + warning).c_str());
+    host->log(host->ctx, XHAL_LOG_WARN, ("cpu plugin: " + warning).c_str());
   }
   return XHAL_OK;
 }

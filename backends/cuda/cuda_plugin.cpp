@@ -6,6 +6,10 @@
 #include "kernels/gpu/kernel_registration.hpp"
 #include "linear_cublaslt.hpp"
 
+extern "C" __attribute__((visibility("default"))) uint32_t xhal_plugin_abi_version(void) {
+  return XHAL_PLUGIN_ABI_VERSION;
+}
+
 extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
     const xhal_host_api* host, xhal_plugin_api* api, char* reason, size_t reason_len) {
   const xhal_status status = xhal::gpu::init_gpu_plugin(host, api, reason, reason_len);

@@ -109,8 +109,8 @@ void destroy(void* comm);
 
 // The core's log (set when the plugin initialises; nothing is logged before).
 const xhal_host_api* g_host = nullptr;
-void log(int level, const char* format, ...) __attribute__((format(printf, 2, 3)));
-void log(int level, const char* format, ...) {
+void log(xhal_log_level level, const char* format, ...) __attribute__((format(printf, 2, 3)));
+void log(xhal_log_level level, const char* format, ...) {
   if (g_host == nullptr || g_host->log == nullptr) return;
   char text[512];
   va_list args;
@@ -151,7 +151,7 @@ int nccl_op(xhal_reduce op) {
   }
 }
 
-xhal_status make_id(void* id, char* msg, size_t len) {
+xhal_status make_id(void*, void* id, char* msg, size_t len) {
   const char* why = nullptr;
   const Nccl* lib = nccl(&why);
   if (lib == nullptr) return fail(msg, len, XHAL_ERR_UNSUPPORTED, XHAL_CCL_ENGINE, why);
@@ -196,7 +196,7 @@ ncclResult_t split_blocking(const Nccl* lib, ncclComm_t parent, int32_t rank,
 // Then, once every rank is in, the blocking communicator that ops use (split_blocking); with a
 // library that has no ncclCommSplit (NCCL before 2.18) the nonblocking one serves, slower for
 // small messages.
-xhal_status create(int32_t device, const void* id, int32_t rank, int32_t size, int64_t timeout_ms, void** comm,
+xhal_status create(void*, int32_t device, const void* id, int32_t rank, int32_t size, int64_t timeout_ms, void** comm,
                    char* msg, size_t len) {
   const char* why = nullptr;
   const Nccl* lib = nccl(&why);
@@ -223,7 +223,7 @@ xhal_status create(int32_t device, const void* id, int32_t rank, int32_t size, i
     return give_up(state, "ncclCommInitRankConfig", nullptr);
   }
   if (lib->CommSplit == nullptr) {
-    log(2, "%s: %s has no ncclCommSplit: ops use a nonblocking communicator (slower for small messages)",
+    log(XHAL_LOG_WARN, "%s: %s has no ncclCommSplit: ops use a nonblocking communicator (slower for small messages)",
         XHAL_CCL_ENGINE, XHAL_CCL_LIBRARY);
   } else {
     ncclComm_t blocking = nullptr;
@@ -294,7 +294,7 @@ void destroy(void* comm) {
 
 const xhal_comm_api* ccl_comm_api(const xhal_host_api* host) {
   g_host = host;
-  static const xhal_comm_api api{sizeof(xhal_comm_api), XHAL_CCL_ENGINE, make_id, create, enqueue, check, abort_comm,
+  static const xhal_comm_api api{sizeof(xhal_comm_api), XHAL_CCL_ENGINE, nullptr, make_id, create, enqueue, check, abort_comm,
                                  destroy};
   return &api;
 }

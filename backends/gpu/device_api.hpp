@@ -7,7 +7,7 @@
 namespace xhal::gpu {
 
 // Fills every member of `api` that the runtime serves: the device/memory/stream/event functions,
-// last_error, backend name, DLPack device type and ABI fields. Leaves version, shutdown and comm
+// the property queries, backend name, DLPack device type and ABI fields. Leaves version, shutdown and comm
 // to gpu_plugin.cpp.
 void fill_device_api(xhal_plugin_api* api);
 

@@ -12,7 +12,7 @@ namespace xhal::gpu {
 
 xhal_status init_gpu_plugin(const xhal_host_api* host, xhal_plugin_api* api, char* reason, size_t reason_len) {
   if (host == nullptr || host->abi_version != XHAL_PLUGIN_ABI_VERSION ||
-      api->struct_size < sizeof(xhal_plugin_api)) {
+      api->struct_size < XHAL_PLUGIN_API_MIN_SIZE) {
     std::snprintf(reason, reason_len, "xhal ABI %u, this %s plugin needs %d", host ? host->abi_version : 0u,
                   XHAL_GPU_BACKEND, XHAL_PLUGIN_ABI_VERSION);
     return XHAL_ERR_UNSUPPORTED;

@@ -1,17 +1,15 @@
 #include "gpu_status.hpp"
 
+#include <cstdio>
+
 namespace xhal::gpu {
-namespace {
-thread_local std::string t_last_error;
-}  // namespace
 
-void set_last_error(std::string message) { t_last_error = std::move(message); }
-const char* last_error() { return t_last_error.c_str(); }
-
-xhal_status check(gpuError_t err, const char* what) {
+xhal_status check(gpuError_t err, const char* what, char* msg, size_t len) {
   if (err == gpuSuccess) return XHAL_OK;
   (void)gpuGetLastError();  // clear the non-sticky error so the next call starts clean
-  set_last_error(std::string(what) + ": " + gpuGetErrorName(err) + ": " + gpuGetErrorString(err));
+  if (msg != nullptr && len > 0) {
+    std::snprintf(msg, len, "%s: %s: %s", what, gpuGetErrorName(err), gpuGetErrorString(err));
+  }
   switch (err) {
     case gpuErrorMemoryAllocation: return XHAL_ERR_OUT_OF_MEMORY;
     case gpuErrorNotReady: return XHAL_NOT_READY;

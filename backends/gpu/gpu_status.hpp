@@ -1,18 +1,16 @@
-// Mapping CUDA/HIP runtime errors to xhal statuses, in one place, with the message kept for
-// last_error() (per thread). Shared by the cuda and hip plugins.
+// Mapping CUDA/HIP runtime errors to xhal statuses and messages, in one place. Shared by the cuda
+// and hip plugins.
 #pragma once
 
-#include <string>
+#include <cstddef>
 
 #include "kernels/gpu/vendor_runtime.hpp"
 #include "xhal/status.h"
 
 namespace xhal::gpu {
 
-void set_last_error(std::string message);
-const char* last_error();
-
-// XHAL_OK for success; otherwise the matching status, with "<what>: <runtime message>" recorded.
-xhal_status check(gpuError_t err, const char* what);
+// XHAL_OK for success; otherwise the matching status, with "<what>: <name>: <runtime message>"
+// written to msg[len].
+xhal_status check(gpuError_t err, const char* what, char* msg, size_t len);
 
 }  // namespace xhal::gpu

@@ -15,12 +15,12 @@
 namespace {
 
 // silu(gate) * up on f32 rows (of 16 elements or more); the tail reads up[i - 1].
-xhal_status swiglu_with_tail_bug(const xhal_op_call* c, char*, size_t) {
-  const DLTensor* gate = c->t[XHAL_SLOT_GATE];
+xhal_status swiglu_with_tail_bug(void*, const xhal_op_call* c, char*, size_t) {
+  const DLTensor* gate = c->tensors[XHAL_SWIGLU_GATE];
   const int64_t n = gate->shape[gate->ndim - 1], rows = gate->shape[0];
   const auto* g = static_cast<const float*>(gate->data);
-  const auto* u = static_cast<const float*>(c->t[XHAL_SLOT_UP]->data);
-  auto* out = static_cast<float*>(c->t[XHAL_SLOT_ACT_OUT]->data);
+  const auto* u = static_cast<const float*>(c->tensors[XHAL_SWIGLU_UP]->data);
+  auto* out = static_cast<float*>(c->tensors[XHAL_SWIGLU_OUT]->data);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t whole = n / 16 * 16;
     for (int64_t i = 0; i < n; ++i) {

@@ -1,11 +1,19 @@
-/* The backend plugin ABI: what libxhal_<backend>.so exports and what the core hands to it.
+/* The backend plugin ABI, version 2: what libxhal_<name>.so exports and what the core hands to it.
  *
- * A plugin exports one symbol, xhal_plugin_init. The core passes a filled xhal_host_api and an
- * xhal_plugin_api whose struct_size says how much the core can read; the plugin checks
- * host->abi_version, fills the table and registers its kernels through host->register_kernel.
- * Every function returns an xhal_status; after a failure, last_error() describes it (per thread).
- * Members marked (optional) may be left NULL. All functions must be thread-safe.
- * Tensors cross the boundary as DLPack DLTensor (strides in elements, never NULL here).
+ * A plugin exports two symbols. xhal_plugin_abi_version() returns XHAL_PLUGIN_ABI_VERSION; the core
+ * reads it first and refuses a plugin of another version without initialising it. Then
+ * xhal_plugin_init(host, api, msg, msg_len) fills the table (api->struct_size says how much the
+ * core can read) and registers kernels through host->register_kernel.
+ *
+ * Conventions, the same for every member:
+ * - The first argument is the context the other side gave: `self` (the plugin instance the plugin
+ *   set in its table), `ctx` (the host's, or a kernel's own from its descriptor).
+ * - A member that can fail returns xhal_status and, on failure, writes a NUL-terminated message to
+ *   msg[msg_len] (the caller's buffer, at least 256 bytes). There is no thread-local error state.
+ * - Members marked (optional) may be NULL. Every member must be thread-safe.
+ * - Tensors cross as DLPack DLTensors with strides in elements, never NULL strides.
+ * - Structs start with struct_size and only ever grow at their end: a reader uses a member only
+ *   when the writer's struct_size covers it.
  */
 #ifndef XHAL_PLUGIN_H
 #define XHAL_PLUGIN_H
@@ -14,15 +22,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "xhal/op_table.h"
 #include "xhal/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define XHAL_PLUGIN_ABI_VERSION 1
+#define XHAL_PLUGIN_ABI_VERSION 2
 #define XHAL_PLUGIN_ENTRY "xhal_plugin_init"
+#define XHAL_PLUGIN_ABI_ENTRY "xhal_plugin_abi_version"
 
+/* Codes are fixed; f8, i8 and u8 are reserved for kernels that will take them. */
 typedef enum xhal_dtype {
   XHAL_DTYPE_F32 = 0,
   XHAL_DTYPE_F16 = 1,
@@ -30,85 +41,64 @@ typedef enum xhal_dtype {
   XHAL_DTYPE_F64 = 3,
   XHAL_DTYPE_I32 = 4,
   XHAL_DTYPE_I64 = 5,
-  XHAL_DTYPE_COUNT = 6
+  XHAL_DTYPE_COUNT = 6,
+  XHAL_DTYPE_F8_E4M3 = 16,
+  XHAL_DTYPE_F8_E5M2 = 17,
+  XHAL_DTYPE_I8 = 18,
+  XHAL_DTYPE_U8 = 19
 } xhal_dtype;
-
-typedef enum xhal_op {
-  XHAL_OP_ATTENTION = 0,
-  XHAL_OP_ATTENTION_VARLEN = 1,
-  XHAL_OP_PAGED_ATTENTION = 2,
-  XHAL_OP_RMS_NORM = 3,
-  XHAL_OP_FUSED_ADD_RMS_NORM = 4,
-  XHAL_OP_SWIGLU = 5,
-  XHAL_OP_SWIGLU_PACKED = 6,
-  XHAL_OP_ROPE = 7,
-  XHAL_OP_LINEAR = 8,
-  XHAL_OP_COUNT = 9
-} xhal_op;
-
-/* Tensor slots of xhal_op_call.t, per op. Absent optional tensors are NULL. */
-enum {
-  /* attention, attention_varlen, paged_attention */
-  XHAL_SLOT_Q = 0, XHAL_SLOT_K = 1, XHAL_SLOT_V = 2, XHAL_SLOT_OUT = 3, XHAL_SLOT_LSE = 4,
-  XHAL_SLOT_CU_SEQLENS_Q = 5, XHAL_SLOT_CU_SEQLENS_K = 6, /* attention_varlen */
-  XHAL_SLOT_BLOCK_TABLE = 5, XHAL_SLOT_SEQ_LENS = 6,       /* paged_attention (K, V = caches) */
-  /* rms_norm, fused_add_rms_norm: x, weight, out, residual (in/out) */
-  XHAL_SLOT_X = 0, XHAL_SLOT_WEIGHT = 1, XHAL_SLOT_NORM_OUT = 2, XHAL_SLOT_RESIDUAL = 3,
-  /* swiglu: gate, up, out; swiglu_packed: x (slot 0), out */
-  XHAL_SLOT_GATE = 0, XHAL_SLOT_UP = 1, XHAL_SLOT_ACT_OUT = 2,
-  /* rope: q, k (in place), positions, cos_sin_cache */
-  XHAL_SLOT_ROPE_Q = 0, XHAL_SLOT_ROPE_K = 1, XHAL_SLOT_POSITIONS = 2, XHAL_SLOT_COS_SIN = 3,
-  /* linear: x, w, bias, out */
-  XHAL_SLOT_LINEAR_X = 0, XHAL_SLOT_LINEAR_W = 1, XHAL_SLOT_BIAS = 2, XHAL_SLOT_LINEAR_OUT = 3,
-  XHAL_MAX_OP_TENSORS = 8
-};
-
-typedef struct xhal_op_params {
-  float scale;          /* attention: softmax scale (already defaulted to 1/sqrt(D)) */
-  int32_t causal;       /* attention: bottom-right aligned causal mask */
-  int64_t window_left;  /* attention: -1 = unbounded */
-  int64_t window_right; /* attention: -1 = unbounded */
-  float softcap;        /* attention: 0 = off */
-  int64_t max_seqlen_q, max_seqlen_k; /* attention_varlen */
-  float eps;            /* rms_norm */
-  int32_t rope_neox;    /* rope: 1 = rotate halves (neox), 0 = interleaved pairs (gptj) */
-} xhal_op_params;
 
 struct xhal_host_api;
 
+/* One op call, validated by the core (shapes, dtypes, devices, strides, aliasing). */
 typedef struct xhal_op_call {
+  uint32_t struct_size;
   xhal_op op;
-  xhal_dtype dtype;     /* the compute dtype shared by the op's float inputs */
-  int32_t device_index;
-  void* stream;         /* native stream; NULL = the backend's default stream */
-  const DLTensor* t[XHAL_MAX_OP_TENSORS];
-  xhal_op_params params;
-  const struct xhal_host_api* host; /* for scratch memory */
+  xhal_dtype dtype;      /* the compute dtype shared by the op's float inputs */
+  int32_t device;        /* index on the plugin's backend */
+  void* stream;          /* native stream; NULL = the backend's default stream */
+  uint32_t num_tensors;  /* slots in `tensors`: the op's highest slot + 1 (op_table.h) */
+  const DLTensor* const* tensors; /* indexed by the op's slot constants; absent ones NULL */
+  const void* params;    /* the op's parameter struct (op_table.h), NULL for ops without one */
+  const struct xhal_host_api* host; /* scratch memory, logging */
 } xhal_op_call;
 
+typedef xhal_status (*xhal_kernel_run_fn)(void* ctx, const xhal_op_call* call, char* msg, size_t msg_len);
+typedef const char* (*xhal_kernel_supports_fn)(void* ctx, const xhal_op_call* call);
+
 /* A kernel. supports() returns NULL when it can run the call, else a static reason string.
- * run() assumes arguments were validated by the core (shapes, dtypes, devices, strides); it may
- * still refuse data-dependent errors (e.g. a block index out of range) with a status and message. */
+ * run() assumes the core validated the arguments; it may still refuse data-dependent errors (a
+ * block index out of range) with a status and message. The core copies the descriptor. */
 typedef struct xhal_kernel_desc {
   uint32_t struct_size;
-  const char* name;
+  const char* name;      /* "<backend>.<kernel>", unique per (op, dtype) */
   xhal_op op;
   xhal_dtype dtype;
   int32_t priority;      /* highest supported priority wins */
   int32_t is_reference;  /* the backend's reference implementation (XHAL_FORCE_REFERENCE) */
   double rtol, atol;     /* accuracy class: |out - exact| <= atol + rtol*|exact| vs float64 */
-  const char* (*supports)(const xhal_op_call* call);               /* (optional) */
-  xhal_status (*run)(const xhal_op_call* call, char* msg, size_t msg_len);
+  void* ctx;             /* passed to supports() and run() */
+  xhal_kernel_supports_fn supports; /* (optional) */
+  xhal_kernel_run_fn run;
 } xhal_kernel_desc;
 
+typedef enum xhal_log_level {
+  XHAL_LOG_DEBUG = 0,
+  XHAL_LOG_INFO = 1,
+  XHAL_LOG_WARN = 2,
+  XHAL_LOG_ERROR = 3
+} xhal_log_level;
+
+/* What the core offers a plugin; valid from init until process exit. */
 typedef struct xhal_host_api {
-  uint32_t abi_version;
   uint32_t struct_size;
+  uint32_t abi_version;
   void* ctx;
-  xhal_status (*register_kernel)(void* ctx, const xhal_kernel_desc* desc);
-  void (*log)(void* ctx, int level, const char* msg); /* level: 0 debug, 1 info, 2 warn, 3 error */
+  xhal_status (*register_kernel)(void* ctx, const xhal_kernel_desc* desc, char* msg, size_t msg_len);
+  void (*log)(void* ctx, xhal_log_level level, const char* text);
   /* Scratch memory from the core's caching allocator of (backend, device), ordered on stream. */
-  xhal_status (*scratch_alloc)(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr);
+  xhal_status (*scratch_alloc)(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr,
+                               char* msg, size_t msg_len);
   void (*scratch_free)(void* ctx, int32_t device, void* ptr);
 } xhal_host_api;
 
@@ -118,13 +108,15 @@ typedef enum xhal_copy_kind {
   XHAL_COPY_DEVICE_TO_DEVICE = 2
 } xhal_copy_kind;
 
-typedef struct xhal_device_props {
-  char name[128];
-  char arch[32];          /* "sm_90", "gfx90a", "avx512", ... */
-  uint64_t total_memory;  /* bytes */
-  int32_t compute_units;  /* SMs, CUs, or CPU cores */
-  int32_t warp_size;      /* 32 on NVIDIA, 64 on AMD, SIMD lanes of f32 on CPU */
-} xhal_device_props;
+/* Device properties, read through query_int and query_text. A key the plugin does not know
+ * returns XHAL_ERR_UNSUPPORTED; new keys are appended. */
+typedef enum xhal_query {
+  XHAL_QUERY_NAME = 0,          /* text: "NVIDIA H100 80GB HBM3" */
+  XHAL_QUERY_ARCH = 1,          /* text: "sm_90", "gfx90a", "avx512" */
+  XHAL_QUERY_TOTAL_MEMORY = 2,  /* bytes */
+  XHAL_QUERY_COMPUTE_UNITS = 3, /* SMs, CUs, or CPU cores */
+  XHAL_QUERY_WARP_SIZE = 4      /* 32 on NVIDIA, 64 on AMD, SIMD lanes of f32 on CPU */
+} xhal_query;
 
 /* Collectives of a backend's vendor library (NCCL, RCCL), used by xhal::comm. */
 typedef enum xhal_comm_op {
@@ -149,10 +141,12 @@ typedef enum xhal_reduce {
 typedef struct xhal_comm_api {
   uint32_t struct_size;
   const char* engine; /* "nccl", "rccl" */
-  /* Each failure writes a message naming the vendor call to msg[len]. */
-  xhal_status (*make_id)(void* id, char* msg, size_t len);
+  void* self;         /* the engine instance, the first argument of make_id and create */
+  /* Each failure writes a message naming the vendor call to msg[len]; the handle `comm` is the
+   * context of the members that take one. */
+  xhal_status (*make_id)(void* self, void* id, char* msg, size_t len);
   /* Gives up with XHAL_ERR_TIMEOUT when the other ranks have not joined within timeout_ms. */
-  xhal_status (*create)(int32_t device, const void* id, int32_t rank, int32_t size, int64_t timeout_ms,
+  xhal_status (*create)(void* self, int32_t device, const void* id, int32_t rank, int32_t size, int64_t timeout_ms,
                         void** comm, char* msg, size_t len);
   /* Enqueues one op on `stream` (never waits for it). */
   xhal_status (*enqueue)(void* comm, xhal_comm_op op, const void* in, void* out, size_t count,
@@ -165,47 +159,56 @@ typedef struct xhal_comm_api {
 } xhal_comm_api;
 
 typedef struct xhal_plugin_api {
-  uint32_t abi_version;   /* the plugin's XHAL_PLUGIN_ABI_VERSION */
   uint32_t struct_size;   /* set by the core before init: sizeof its xhal_plugin_api */
-  const char* backend;    /* "cpu", "cuda", "hip" or "ze" */
+  uint32_t abi_version;   /* the plugin's XHAL_PLUGIN_ABI_VERSION */
+  void* self;             /* the plugin instance, the first argument of every member */
+  const char* backend;    /* the backend it registers: its file's <name>, [a-z][a-z0-9_]{0,31} */
   const char* version;    /* plugin and vendor runtime versions, free text */
-  int32_t dlpack_device_type;
+  int32_t dlpack_device_type; /* DLDeviceType of its memory (kDLExtDev or a vendor's own code) */
 
-  /* Never fails: a missing driver means 0 and a reason written to reason[len]. */
-  int32_t (*device_count)(char* reason, size_t len);
-  xhal_status (*device_props)(int32_t device, xhal_device_props* props);
-  xhal_status (*mem_get_info)(int32_t device, size_t* free_bytes, size_t* total_bytes);
-  /* Out of memory is XHAL_ERR_OUT_OF_MEMORY, never a crash. */
-  xhal_status (*malloc)(int32_t device, size_t bytes, void** ptr);
-  xhal_status (*free)(int32_t device, void* ptr);
-  xhal_status (*memcpy)(int32_t device, void* dst, const void* src, size_t bytes,
-                        xhal_copy_kind kind, void* stream);
-  xhal_status (*stream_create)(int32_t device, void** stream);
-  xhal_status (*stream_destroy)(int32_t device, void* stream);
-  xhal_status (*stream_synchronize)(int32_t device, void* stream);
-  xhal_status (*device_synchronize)(int32_t device);
+  /* Never fails: a missing driver means 0 and a reason written to msg. */
+  int32_t (*device_count)(void* self, char* msg, size_t msg_len);
+  xhal_status (*query_int)(void* self, int32_t device, xhal_query key, int64_t* value, char* msg,
+                           size_t msg_len);
+  xhal_status (*query_text)(void* self, int32_t device, xhal_query key, char* value, size_t value_len,
+                            char* msg, size_t msg_len);
+  xhal_status (*mem_info)(void* self, int32_t device, size_t* free_bytes, size_t* total_bytes,
+                          char* msg, size_t msg_len);
+  /* Running out of memory is XHAL_ERR_OUT_OF_MEMORY, never a crash. */
+  xhal_status (*mem_alloc)(void* self, int32_t device, size_t bytes, void** ptr, char* msg, size_t msg_len);
+  xhal_status (*mem_release)(void* self, int32_t device, void* ptr, char* msg, size_t msg_len);
+  xhal_status (*mem_copy)(void* self, int32_t device, void* dst, const void* src, size_t bytes,
+                          xhal_copy_kind kind, void* stream, char* msg, size_t msg_len);
+  xhal_status (*stream_create)(void* self, int32_t device, void** stream, char* msg, size_t msg_len);
+  xhal_status (*stream_destroy)(void* self, int32_t device, void* stream, char* msg, size_t msg_len);
+  xhal_status (*stream_synchronize)(void* self, int32_t device, void* stream, char* msg, size_t msg_len);
+  xhal_status (*device_synchronize)(void* self, int32_t device, char* msg, size_t msg_len);
   /* Events; a NULL event is always complete (synchronous backends may return NULL). */
-  xhal_status (*event_create)(int32_t device, void** event);
-  xhal_status (*event_destroy)(int32_t device, void* event);
-  xhal_status (*event_record)(int32_t device, void* event, void* stream);
-  xhal_status (*event_query)(int32_t device, void* event); /* XHAL_OK or XHAL_NOT_READY */
-  xhal_status (*event_synchronize)(int32_t device, void* event);
-  xhal_status (*stream_wait_event)(int32_t device, void* stream, void* event);
-  const char* (*last_error)(void);
-  void (*shutdown)(void); /* (optional) called once at process exit */
-  const xhal_comm_api* comm; /* (optional) collectives; NULL when the backend has none */
+  xhal_status (*event_create)(void* self, int32_t device, void** event, char* msg, size_t msg_len);
+  xhal_status (*event_destroy)(void* self, int32_t device, void* event, char* msg, size_t msg_len);
+  xhal_status (*event_record)(void* self, int32_t device, void* event, void* stream, char* msg,
+                              size_t msg_len);
+  /* XHAL_OK when complete, XHAL_NOT_READY while work is queued. */
+  xhal_status (*event_query)(void* self, int32_t device, void* event, char* msg, size_t msg_len);
+  xhal_status (*event_synchronize)(void* self, int32_t device, void* event, char* msg, size_t msg_len);
+  xhal_status (*stream_wait_event)(void* self, int32_t device, void* stream, void* event, char* msg,
+                                   size_t msg_len);
   /* (optional) Timing, for the trace's device time: an event that records when the stream reached
    * it (destroyed with event_destroy, recorded with event_record), and the milliseconds between two
-   * completed ones. Members from here on are read only when the plugin's struct_size covers them. */
-  xhal_status (*timed_event_create)(int32_t device, void** event);
-  xhal_status (*event_elapsed_ms)(int32_t device, void* start, void* end, float* ms);
+   * completed ones. */
+  xhal_status (*timed_event_create)(void* self, int32_t device, void** event, char* msg, size_t msg_len);
+  xhal_status (*event_elapsed_ms)(void* self, int32_t device, void* start, void* end, float* ms,
+                                  char* msg, size_t msg_len);
+  void (*shutdown)(void* self);  /* (optional) called once at process exit */
+  const xhal_comm_api* comm;     /* (optional) collectives; NULL when the backend has none */
 } xhal_plugin_api;
 
 /* The table's size up to its last member every plugin of this ABI version has. */
-#define XHAL_PLUGIN_API_MIN_SIZE offsetof(xhal_plugin_api, timed_event_create)
+#define XHAL_PLUGIN_API_MIN_SIZE (offsetof(xhal_plugin_api, comm) + sizeof(void*))
 
-typedef xhal_status (*xhal_plugin_init_fn)(const xhal_host_api* host, xhal_plugin_api* api,
-                                           char* reason, size_t reason_len);
+typedef uint32_t (*xhal_plugin_abi_version_fn)(void);
+typedef xhal_status (*xhal_plugin_init_fn)(const xhal_host_api* host, xhal_plugin_api* api, char* msg,
+                                           size_t msg_len);
 
 #ifdef __cplusplus
 }

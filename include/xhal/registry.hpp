@@ -15,17 +15,10 @@
 
 namespace xhal {
 
-enum class Op : uint8_t {
-  attention = XHAL_OP_ATTENTION,
-  attention_varlen = XHAL_OP_ATTENTION_VARLEN,
-  paged_attention = XHAL_OP_PAGED_ATTENTION,
-  rms_norm = XHAL_OP_RMS_NORM,
-  fused_add_rms_norm = XHAL_OP_FUSED_ADD_RMS_NORM,
-  swiglu = XHAL_OP_SWIGLU,
-  swiglu_packed = XHAL_OP_SWIGLU_PACKED,
-  rope = XHAL_OP_ROPE,
-  linear = XHAL_OP_LINEAR,
-};
+// Every op of the op table (xhal/op_table.h), with the same codes.
+#define XHAL_CPP_OP_ROW(NAME, name, params) name = XHAL_OP_##NAME,
+enum class Op : uint16_t { XHAL_OPS(XHAL_CPP_OP_ROW) };
+#undef XHAL_CPP_OP_ROW
 inline constexpr int kNumOps = XHAL_OP_COUNT;
 
 std::string_view op_name(Op op);

@@ -379,7 +379,7 @@ namespace xhal::cpu {
 HWY_EXPORT(attention_amx);
 
 namespace {
-const char* amx_supports(const xhal_op_call*) {
+const char* amx_supports(void*, const xhal_op_call*) {
   if (!amx_bf16_kernels_usable()) {
     return "needs AMX-BF16 and AVX512_BF16 (not on this CPU, named by XHAL_CPU_DISABLE, or the tile state refused)";
   }

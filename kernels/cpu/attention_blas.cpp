@@ -87,8 +87,8 @@ void attend_tile_blas(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t
 // Rows per task (the group's heads together): the most, halving from kMaxRows down to kMinRows,
 // whose working set (f32 queries, scores and accumulators, plus a tile of K and V) fits in L2.
 int64_t task_rows(const xhal_op_call* c) {
-  const int64_t D = c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 1];
-  const int64_t Dv = c->t[XHAL_SLOT_V]->shape[c->t[XHAL_SLOT_V]->ndim - 1];
+  const int64_t D = c->tensors[XHAL_ATTENTION_Q]->shape[c->tensors[XHAL_ATTENTION_Q]->ndim - 1];
+  const int64_t Dv = c->tensors[XHAL_ATTENTION_V]->shape[c->tensors[XHAL_ATTENTION_V]->ndim - 1];
   const auto bytes = [&](int64_t n) { return int64_t(sizeof(float)) * (n * (D + kKeys + Dv) + kKeys * (D + Dv)); };
   int64_t n = kMaxRows;
   while (n > kMinRows && bytes(n) > l2_cache_bytes()) n /= 2;

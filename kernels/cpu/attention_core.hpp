@@ -24,7 +24,8 @@ struct MaskParams {
   int64_t window_left, window_right;
   float softcap;
 
-  static MaskParams from(const xhal_op_params& p) {
+  static MaskParams from(const void* params) {  // an op call's xhal_attention_op_params
+    const auto& p = *static_cast<const xhal_attention_op_params*>(params);
     return {p.scale, p.causal != 0, p.window_left, p.window_right, p.softcap};
   }
   // Keys [lo, hi) that query i may see, bottom-right aligned (offset = Sk - Sq).

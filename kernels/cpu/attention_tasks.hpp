@@ -24,26 +24,26 @@ struct SequenceSpan {
 
 // Query heads per kv head (GQA's group; 0 when there are no kv heads).
 inline int64_t query_group(const xhal_op_call* c) {
-  const int64_t Hkv = c->t[XHAL_SLOT_K]->shape[c->t[XHAL_SLOT_K]->ndim - 2];
-  return Hkv == 0 ? 0 : c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 2] / Hkv;
+  const int64_t Hkv = c->tensors[XHAL_ATTENTION_K]->shape[c->tensors[XHAL_ATTENTION_K]->ndim - 2];
+  return Hkv == 0 ? 0 : c->tensors[XHAL_ATTENTION_Q]->shape[c->tensors[XHAL_ATTENTION_Q]->ndim - 2] / Hkv;
 }
 
 // Batched attention (q[B,Sq,Hq,D]): one span per batch entry.
 inline std::vector<SequenceSpan> batched_spans(const xhal_op_call* c) {
-  return std::vector<SequenceSpan>(size_t(c->t[XHAL_SLOT_Q]->shape[0]),
-                                   SequenceSpan{0, c->t[XHAL_SLOT_Q]->shape[1], 0, c->t[XHAL_SLOT_K]->shape[1]});
+  return std::vector<SequenceSpan>(size_t(c->tensors[XHAL_ATTENTION_Q]->shape[0]),
+                                   SequenceSpan{0, c->tensors[XHAL_ATTENTION_Q]->shape[1], 0, c->tensors[XHAL_ATTENTION_K]->shape[1]});
 }
 
 // attention_varlen: the spans of cu_seqlens_q/k, checked (non-decreasing, within the tokens and
 // max_seqlen) before anything is written; then a span without keys for the rows past the last
 // sequence, if any.
 inline xhal_status varlen_spans(const xhal_op_call* c, char* msg, size_t len, std::vector<SequenceSpan>* seqs) {
-  const TensorRef<const int32_t> cu_q(c->t[XHAL_SLOT_CU_SEQLENS_Q]), cu_k(c->t[XHAL_SLOT_CU_SEQLENS_K]);
-  const int64_t Tq = c->t[XHAL_SLOT_Q]->shape[0], Tk = c->t[XHAL_SLOT_K]->shape[0];
+  const TensorRef<const int32_t> cu_q(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q]), cu_k(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_K]);
+  const int64_t Tq = c->tensors[XHAL_ATTENTION_Q]->shape[0], Tk = c->tensors[XHAL_ATTENTION_K]->shape[0];
   const int64_t batch = cu_q.size(0) - 1;
   for (const auto& [name, cu, total, max_len] :
-       {std::tuple{"cu_seqlens_q", &cu_q, Tq, c->params.max_seqlen_q},
-        std::tuple{"cu_seqlens_k", &cu_k, Tk, c->params.max_seqlen_k}}) {
+       {std::tuple{"cu_seqlens_q", &cu_q, Tq, kernels::op_params<xhal_attention_op_params>(c).max_seqlen_q},
+        std::tuple{"cu_seqlens_k", &cu_k, Tk, kernels::op_params<xhal_attention_op_params>(c).max_seqlen_k}}) {
     if (*cu->at(0) != 0) {
       return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT, "argument '%s': expected [0] == 0, got %d", name,
                           *cu->at(0));
@@ -80,11 +80,11 @@ struct AttentionRows {
   bool batched;
 
   AttentionRows(const xhal_op_call* c, const std::vector<SequenceSpan>& spans, bool is_batched)
-      : q(c->t[XHAL_SLOT_Q]),
-        k(c->t[XHAL_SLOT_K]),
-        v(c->t[XHAL_SLOT_V]),
-        out(c->t[XHAL_SLOT_OUT]),
-        lse(c->t[XHAL_SLOT_LSE]),
+      : q(c->tensors[XHAL_ATTENTION_Q]),
+        k(c->tensors[XHAL_ATTENTION_K]),
+        v(c->tensors[XHAL_ATTENTION_V]),
+        out(c->tensors[XHAL_ATTENTION_OUT]),
+        lse(c->tensors[XHAL_ATTENTION_LSE]),
         seqs(spans),
         batched(is_batched) {}
   int64_t kv_heads() const { return k.size(-2); }

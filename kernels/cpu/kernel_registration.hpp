@@ -51,7 +51,7 @@ constexpr int kFastPriority = 10, kFeatureFastPriority = 15, kNarrowFastPriority
 // Registers a fast kernel for the three float types, above the reference.
 template <template <class> class Kernel>
 void register_fast_kernels(const xhal_host_api* host, const char* name, xhal_op op,
-                           const char* (*supports)(const xhal_op_call*) = nullptr,
+                           xhal_kernel_supports_fn supports = nullptr,
                            int priority = kFastPriority) {
   kernels::register_for<Kernel, F32, F16, BF16>(host, name, op, accuracy_for, {priority, false, supports});
 }

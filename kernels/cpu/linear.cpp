@@ -19,9 +19,9 @@ template <class E>
 struct LinearKernel {
   using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const TensorRef<const S> x(c->t[XHAL_SLOT_LINEAR_X]), w(c->t[XHAL_SLOT_LINEAR_W]);
-    const TensorRef<const S> bias(c->t[XHAL_SLOT_BIAS]);
-    const TensorRef<S> out(c->t[XHAL_SLOT_LINEAR_OUT]);
+    const TensorRef<const S> x(c->tensors[XHAL_LINEAR_X]), w(c->tensors[XHAL_LINEAR_W]);
+    const TensorRef<const S> bias(c->tensors[XHAL_LINEAR_BIAS]);
+    const TensorRef<S> out(c->tensors[XHAL_LINEAR_OUT]);
     const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
     const int64_t row_tiles = (M + kRowTile - 1) / kRowTile, col_tiles = (N + kColTile - 1) / kColTile;
     // Each thread's f32 copies of a tile of x rows and one of w rows.

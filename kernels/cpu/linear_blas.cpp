@@ -20,9 +20,9 @@ constexpr int64_t kPanel = 1024;  // rows of w converted per sgemm
 int64_t leading_dim(const DLTensor* t) { return t->shape[0] > 1 ? t->strides[0] : t->shape[1]; }
 
 // BLAS takes rows that do not overlap, in increasing order.
-const char* blas_supports(const xhal_op_call* c) {
-  for (int slot : {XHAL_SLOT_LINEAR_X, XHAL_SLOT_LINEAR_W, XHAL_SLOT_LINEAR_OUT}) {
-    const DLTensor* t = c->t[slot];
+const char* blas_supports(void*, const xhal_op_call* c) {
+  for (int slot : {XHAL_LINEAR_X, XHAL_LINEAR_W, XHAL_LINEAR_OUT}) {
+    const DLTensor* t = c->tensors[slot];
     if (leading_dim(t) < std::max<int64_t>(1, t->shape[1])) return "rows overlap or run backwards";
   }
   return nullptr;
@@ -32,8 +32,8 @@ template <class E>
 struct LinearBlas {
   using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const DLTensor *xt = c->t[XHAL_SLOT_LINEAR_X], *wt = c->t[XHAL_SLOT_LINEAR_W], *ot = c->t[XHAL_SLOT_LINEAR_OUT];
-    const TensorRef<const S> x(xt), w(wt), bias(c->t[XHAL_SLOT_BIAS]);
+    const DLTensor *xt = c->tensors[XHAL_LINEAR_X], *wt = c->tensors[XHAL_LINEAR_W], *ot = c->tensors[XHAL_LINEAR_OUT];
+    const TensorRef<const S> x(xt), w(wt), bias(c->tensors[XHAL_LINEAR_BIAS]);
     const TensorRef<S> out(ot);
     const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
     if (M == 0 || N == 0) return XHAL_OK;

@@ -24,9 +24,9 @@ bool onednn_runs_amx() {
   return amx && cpu_has_amx_bf16();
 }
 
-const char* onednn_supports(const xhal_op_call* c) {
+const char* onednn_supports(void*, const xhal_op_call* c) {
   if (!onednn_runs_amx()) return "no AMX (or XHAL_CPU_DISABLE names it): the BLAS path is faster";
-  const DLTensor *x = c->t[XHAL_SLOT_LINEAR_X], *out = c->t[XHAL_SLOT_LINEAR_OUT];
+  const DLTensor *x = c->tensors[XHAL_LINEAR_X], *out = c->tensors[XHAL_LINEAR_OUT];
   if (x->shape[1] == 0) return "K = 0: out is the bias alone";
   if (out->shape[0] > 1 && out->strides[0] < out->shape[1] * out->strides[1]) return "rows of out overlap";
   return nullptr;
@@ -42,8 +42,8 @@ dnnl::memory::desc desc_of(const DLTensor* t, bool transposed) {
 template <class E>
 struct LinearOnednn {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const DLTensor *x = c->t[XHAL_SLOT_LINEAR_X], *w = c->t[XHAL_SLOT_LINEAR_W], *bias = c->t[XHAL_SLOT_BIAS];
-    const DLTensor* out = c->t[XHAL_SLOT_LINEAR_OUT];
+    const DLTensor *x = c->tensors[XHAL_LINEAR_X], *w = c->tensors[XHAL_LINEAR_W], *bias = c->tensors[XHAL_LINEAR_BIAS];
+    const DLTensor* out = c->tensors[XHAL_LINEAR_OUT];
     if (x->shape[0] == 0 || w->shape[0] == 0) return XHAL_OK;
     try {
       static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);

@@ -25,8 +25,8 @@ template <class E, int R>
 void linear_rows_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
   constexpr int64_t J = kSumBlock / R;  // rows of w per block
-  const TensorRef<const S> x(c->t[XHAL_SLOT_LINEAR_X]), w(c->t[XHAL_SLOT_LINEAR_W]), bias(c->t[XHAL_SLOT_BIAS]);
-  const TensorRef<S> out(c->t[XHAL_SLOT_LINEAR_OUT]);
+  const TensorRef<const S> x(c->tensors[XHAL_LINEAR_X]), w(c->tensors[XHAL_LINEAR_W]), bias(c->tensors[XHAL_LINEAR_BIAS]);
+  const TensorRef<S> out(c->tensors[XHAL_LINEAR_OUT]);
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   // x's rows prepared for the dot products, rounded up to a multiple of R with zero rows.
   const int64_t rows = (M + R - 1) / R * R;
@@ -55,7 +55,7 @@ void linear_rows_typed(const xhal_op_call* c) {
 
 // R, the rows of x per block, from M.
 void linear_rows(const xhal_op_call* c) {
-  const int64_t M = c->t[XHAL_SLOT_LINEAR_X]->shape[0];
+  const int64_t M = c->tensors[XHAL_LINEAR_X]->shape[0];
   with_element(c->dtype, [&]<class E>() { with_rows_per_block(M, [&]<int R>() { linear_rows_typed<E, R>(c); }); });
 }
 
@@ -72,8 +72,8 @@ namespace {
 constexpr int64_t kMaxRows = 16;  // rows of x up to which this kernel takes the call
 
 // A few rows, each of x and w contiguous (the dot products read them as vectors).
-const char* few_rows_supported(const xhal_op_call* c) {
-  const DLTensor *x = c->t[XHAL_SLOT_LINEAR_X], *w = c->t[XHAL_SLOT_LINEAR_W];
+const char* few_rows_supported(void*, const xhal_op_call* c) {
+  const DLTensor *x = c->tensors[XHAL_LINEAR_X], *w = c->tensors[XHAL_LINEAR_W];
   if (x->shape[0] > kMaxRows) return "more than 16 rows of x: the BLAS path";
   if (x->shape[1] > 1 && (x->strides[1] != 1 || w->strides[1] != 1)) return "rows of x or w not contiguous";
   return nullptr;
@@ -82,7 +82,7 @@ const char* few_rows_supported(const xhal_op_call* c) {
 template <class E>
 struct LinearRowsSimd {
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    if (c->t[XHAL_SLOT_LINEAR_X]->shape[0] * c->t[XHAL_SLOT_LINEAR_W]->shape[0] == 0) return XHAL_OK;
+    if (c->tensors[XHAL_LINEAR_X]->shape[0] * c->tensors[XHAL_LINEAR_W]->shape[0] == 0) return XHAL_OK;
     HWY_DYNAMIC_DISPATCH(linear_rows)(c);
     return XHAL_OK;
   }

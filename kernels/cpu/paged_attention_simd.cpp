@@ -149,9 +149,9 @@ bool paged_decode_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
   using Q = DotElement<E>;
   constexpr int64_t K = kSumBlock / R;  // keys per score block
-  const TensorRef<const S> q(c->t[XHAL_SLOT_Q]), kc(c->t[XHAL_SLOT_K]), vc(c->t[XHAL_SLOT_V]);
-  const TensorRef<S> out(c->t[XHAL_SLOT_OUT]);
-  const TensorRef<const int32_t> table(c->t[XHAL_SLOT_BLOCK_TABLE]), lens(c->t[XHAL_SLOT_SEQ_LENS]);
+  const TensorRef<const S> q(c->tensors[XHAL_PAGED_ATTENTION_Q]), kc(c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]), vc(c->tensors[XHAL_PAGED_ATTENTION_V_CACHE]);
+  const TensorRef<S> out(c->tensors[XHAL_PAGED_ATTENTION_OUT]);
+  const TensorRef<const int32_t> table(c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE]), lens(c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS]);
   const int64_t B = q.size(0), Hq = q.size(1), D = q.size(2), Dv = vc.size(3);
   const int64_t block_size = kc.size(1), Hkv = kc.size(2), group = Hq / Hkv;
   const MaskParams mask = MaskParams::from(c->params);
@@ -324,7 +324,7 @@ bool paged_decode_typed(const xhal_op_call* c) {
 // R, the query rows per score block, from the GQA group's size. False when the allocator had no
 // scratch to give.
 bool paged_decode(const xhal_op_call* c) {
-  const int64_t group = c->t[XHAL_SLOT_Q]->shape[1] / c->t[XHAL_SLOT_K]->shape[2];
+  const int64_t group = c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[1] / c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]->shape[2];
   bool ok = false;
   with_element(c->dtype,
                [&]<class E>() { with_rows_per_block(group, [&]<int R>() { ok = paged_decode_typed<E, R>(c); }); });
@@ -344,7 +344,7 @@ template <class E>
 struct PagedAttentionSimd {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     if (const xhal_status s = check_paged_tables(c, msg, len); s != XHAL_OK) return s;
-    if (c->t[XHAL_SLOT_Q]->shape[0] * c->t[XHAL_SLOT_Q]->shape[1] == 0) return XHAL_OK;
+    if (c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[0] * c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[1] == 0) return XHAL_OK;
     if (HWY_DYNAMIC_DISPATCH(paged_decode)(c)) return XHAL_OK;
     return workspaces_refused(msg, len, "paged_attention");
   }

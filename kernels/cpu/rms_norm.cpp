@@ -25,9 +25,9 @@ template <class E>
 struct RmsNormKernel {
   using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const TensorRef<const S> x(c->t[XHAL_SLOT_X]), w(c->t[XHAL_SLOT_WEIGHT]);
-    const TensorRef<S> out(c->t[XHAL_SLOT_NORM_OUT]);
-    const TensorRef<S> residual(c->t[XHAL_SLOT_RESIDUAL]);  // fused_add_rms_norm only
+    const TensorRef<const S> x(c->tensors[XHAL_RMS_NORM_X]), w(c->tensors[XHAL_RMS_NORM_WEIGHT]);
+    const TensorRef<S> out(c->tensors[XHAL_RMS_NORM_OUT]);
+    const TensorRef<S> residual(c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL]);  // fused_add_rms_norm only
     const int64_t n = x.size(-1), rows = x.rows();
     std::vector<float> weight(static_cast<size_t>(n));
     load_row<E>(w.data, weight.data(), n);
@@ -50,7 +50,7 @@ struct RmsNormKernel {
             row[i] = E::load(res[i]);
           }
         }
-        normalize_row<E>(row, weight.data(), n, c->params.eps, out.row(r));
+        normalize_row<E>(row, weight.data(), n, kernels::op_params<xhal_norm_op_params>(c).eps, out.row(r));
       }
     }
     return XHAL_OK;

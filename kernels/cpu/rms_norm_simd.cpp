@@ -73,19 +73,19 @@ void norm_row(const typename E::Storage* x, typename E::Storage* residual, const
 template <class E>
 void norm_rows_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
-  const TensorRef<const S> x(c->t[XHAL_SLOT_X]), w(c->t[XHAL_SLOT_WEIGHT]);
-  const TensorRef<S> out(c->t[XHAL_SLOT_NORM_OUT]), residual(c->t[XHAL_SLOT_RESIDUAL]);
+  const TensorRef<const S> x(c->tensors[XHAL_RMS_NORM_X]), w(c->tensors[XHAL_RMS_NORM_WEIGHT]);
+  const TensorRef<S> out(c->tensors[XHAL_RMS_NORM_OUT]), residual(c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL]);
   const int64_t n = x.size(-1), rows = x.rows();
   // The weight contiguous and in the element type: as f32 it would take twice the L1 cache that
   // the row being normalised needs too.
   std::vector<S> weight(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) weight[size_t(i)] = *w.at(i);
-  const auto norm = should_stream<E>(c->t[XHAL_SLOT_NORM_OUT]) ? norm_row<E, true> : norm_row<E, false>;
+  const auto norm = should_stream<E>(c->tensors[XHAL_RMS_NORM_OUT]) ? norm_row<E, true> : norm_row<E, false>;
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      norm(x.row(r), residual ? residual.row(r) : nullptr, weight.data(), c->params.eps, n, out.row(r),
+      norm(x.row(r), residual ? residual.row(r) : nullptr, weight.data(), kernels::op_params<xhal_norm_op_params>(c).eps, n, out.row(r),
            r + 1 < rows ? x.row(r + 1) : nullptr);
     }
     stream_fence();

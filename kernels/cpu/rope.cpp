@@ -24,12 +24,12 @@ struct RopeKernel {
   }
 
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const TensorRef<S> q(c->t[XHAL_SLOT_ROPE_Q]), k(c->t[XHAL_SLOT_ROPE_K]);
-    const TensorRef<const float> cache(c->t[XHAL_SLOT_COS_SIN]);
-    const DLTensor* positions = c->t[XHAL_SLOT_POSITIONS];
+    const TensorRef<S> q(c->tensors[XHAL_ROPE_Q]), k(c->tensors[XHAL_ROPE_K]);
+    const TensorRef<const float> cache(c->tensors[XHAL_ROPE_COS_SIN_CACHE]);
+    const DLTensor* positions = c->tensors[XHAL_ROPE_POSITIONS];
     const int64_t T = q.size(0), half = cache.size(1) / 2;
     if (const xhal_status s = check_rope_positions(c, msg, len); s != XHAL_OK) return s;
-    const bool neox = c->params.rope_neox != 0;
+    const bool neox = kernels::op_params<xhal_rope_op_params>(c).style == XHAL_ROPE_NEOX;
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < T; ++t) {
       const float* cs = cache.at(rope_position(positions, t), 0);

@@ -17,8 +17,8 @@ inline int64_t rope_position(const DLTensor* positions, int64_t t) {
 // XHAL_OK when every position has a row in cos_sin_cache, else invalid_argument naming the first
 // that does not.
 inline xhal_status check_rope_positions(const xhal_op_call* c, char* msg, size_t len) {
-  const DLTensor* positions = c->t[XHAL_SLOT_POSITIONS];
-  const int64_t tokens = c->t[XHAL_SLOT_ROPE_Q]->shape[0], max_pos = c->t[XHAL_SLOT_COS_SIN]->shape[0];
+  const DLTensor* positions = c->tensors[XHAL_ROPE_POSITIONS];
+  const int64_t tokens = c->tensors[XHAL_ROPE_Q]->shape[0], max_pos = c->tensors[XHAL_ROPE_COS_SIN_CACHE]->shape[0];
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t p = rope_position(positions, t);
     if (p < 0 || p >= max_pos) {

@@ -92,11 +92,11 @@ void rotate_gptj(typename E::Storage* x, const float* cos_pairs, const float* si
 template <class E>
 bool rope_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
-  const TensorRef<S> q(c->t[XHAL_SLOT_ROPE_Q]), k(c->t[XHAL_SLOT_ROPE_K]);
-  const TensorRef<const float> cache(c->t[XHAL_SLOT_COS_SIN]);
-  const DLTensor* positions = c->t[XHAL_SLOT_POSITIONS];
+  const TensorRef<S> q(c->tensors[XHAL_ROPE_Q]), k(c->tensors[XHAL_ROPE_K]);
+  const TensorRef<const float> cache(c->tensors[XHAL_ROPE_COS_SIN_CACHE]);
+  const DLTensor* positions = c->tensors[XHAL_ROPE_POSITIONS];
   const int64_t tokens = q.size(0), half = cache.size(1) / 2;
-  const bool neox = c->params.rope_neox != 0;
+  const bool neox = kernels::op_params<xhal_rope_op_params>(c).style == XHAL_ROPE_NEOX;
   // Each thread's cos and sin row in the order the rotation reads them.
   const auto pairs = [&](Carver& carver) { return std::pair{carver.take<float>(2, half), carver.take<float>(2, half)}; };
   Carver size;

@@ -40,12 +40,13 @@ class Scratch {
  public:
   // `bytes` < 0 (an overflowed size) is refused like an allocation the allocator cannot make.
   Scratch(const xhal_op_call* c, int64_t bytes) : c_(c) {
-    if (bytes < 0 || c->host->scratch_alloc(c->host->ctx, c->device_index, size_t(bytes), c->stream, &ptr_) != XHAL_OK) {
+    if (bytes < 0 || c->host->scratch_alloc(c->host->ctx, c->device, size_t(bytes), c->stream, &ptr_, refusal_,
+                                                 sizeof refusal_) != XHAL_OK) {
       ptr_ = nullptr;
     }
   }
   ~Scratch() {
-    if (ptr_ != nullptr) c_->host->scratch_free(c_->host->ctx, c_->device_index, ptr_);
+    if (ptr_ != nullptr) c_->host->scratch_free(c_->host->ctx, c_->device, ptr_);
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
@@ -55,6 +56,7 @@ class Scratch {
  private:
   const xhal_op_call* c_;
   void* ptr_ = nullptr;
+  char refusal_[256] = "";  // the allocator's message when it refused
 };
 
 // Carves typed arrays, each 64-byte aligned, out of one buffer; with a null buffer it only adds up

@@ -21,8 +21,8 @@ template <class E>
 struct SwigluKernel {
   using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    const TensorRef<const S> gate(c->t[XHAL_SLOT_GATE]), up(c->t[XHAL_SLOT_UP]);
-    const TensorRef<S> out(c->t[XHAL_SLOT_ACT_OUT]);
+    const TensorRef<const S> gate(c->tensors[XHAL_SWIGLU_GATE]), up(c->tensors[XHAL_SWIGLU_UP]);
+    const TensorRef<S> out(c->tensors[XHAL_SWIGLU_OUT]);
     const int64_t n = out.size(-1), rows = out.rows();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) swiglu_row<E>(gate.row(r), up.row(r), out.row(r), n);
@@ -34,8 +34,8 @@ template <class E>
 struct SwigluPackedKernel {
   using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    const TensorRef<const S> x(c->t[XHAL_SLOT_GATE]);
-    const TensorRef<S> out(c->t[XHAL_SLOT_ACT_OUT]);
+    const TensorRef<const S> x(c->tensors[XHAL_SWIGLU_GATE]);
+    const TensorRef<S> out(c->tensors[XHAL_SWIGLU_OUT]);
     const int64_t n = out.size(-1), rows = out.rows();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) swiglu_row<E>(x.row(r), x.row(r) + n, out.row(r), n);

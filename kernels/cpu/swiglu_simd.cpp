@@ -57,11 +57,11 @@ void swiglu_row(const typename E::Storage* gate, const typename E::Storage* up, 
 template <class E>
 void swiglu_rows_typed(const xhal_op_call* c, bool packed) {
   using S = typename E::Storage;
-  const TensorRef<const S> gate(c->t[XHAL_SLOT_GATE]);
-  const TensorRef<const S> up(packed ? c->t[XHAL_SLOT_GATE] : c->t[XHAL_SLOT_UP]);
-  const TensorRef<S> out(c->t[XHAL_SLOT_ACT_OUT]);
+  const TensorRef<const S> gate(c->tensors[XHAL_SWIGLU_GATE]);
+  const TensorRef<const S> up(packed ? c->tensors[XHAL_SWIGLU_GATE] : c->tensors[XHAL_SWIGLU_UP]);
+  const TensorRef<S> out(c->tensors[XHAL_SWIGLU_OUT]);
   const int64_t n = out.size(-1), rows = out.rows();
-  const auto row = should_stream<E>(c->t[XHAL_SLOT_ACT_OUT]) ? swiglu_row<E, true> : swiglu_row<E, false>;
+  const auto row = should_stream<E>(c->tensors[XHAL_SWIGLU_OUT]) ? swiglu_row<E, true> : swiglu_row<E, false>;
 #pragma omp parallel
   {
 #pragma omp for schedule(static)

@@ -60,12 +60,12 @@ xhal_status launch_generic(const xhal_op_call* c, const AttnProblem& problem, ch
     (void)gpuFuncSetAttribute(reinterpret_cast<const void*>(generic_attention_kernel<E>),
                         gpuFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   }
-  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
+  const DLTensor* lse = c->tensors[XHAL_ATTENTION_LSE];
   generic_attention_kernel<E><<<grid_for(tasks, kGenericWarps, int64_t(1) << 20),
                                 kGenericWarps * kWarpSize, shared,
                                 static_cast<gpuStream_t>(c->stream)>>>(
-      static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
-      static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
+      static_cast<const T*>(c->tensors[XHAL_ATTENTION_Q]->data), static_cast<const T*>(c->tensors[XHAL_ATTENTION_K]->data),
+      static_cast<const T*>(c->tensors[XHAL_ATTENTION_V]->data), static_cast<T*>(c->tensors[XHAL_ATTENTION_OUT]->data),
       lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, max_rows, Mask::from(c->params));
   return launch_status(msg, len, "generic attention");
 }

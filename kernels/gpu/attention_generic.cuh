@@ -68,9 +68,9 @@ __device__ void attend_row(const typename E::T* q, int64_t D, int64_t Dv, int64_
 }
 
 // supports() of the generic kernel.
-inline const char* generic_supports(const xhal_op_call* c) {
-  const int64_t D = c->t[XHAL_SLOT_Q]->shape[c->t[XHAL_SLOT_Q]->ndim - 1];
-  const int64_t Dv = c->t[XHAL_SLOT_V]->shape[c->t[XHAL_SLOT_V]->ndim - 1];
+inline const char* generic_supports(void*, const xhal_op_call* c) {
+  const int64_t D = c->tensors[XHAL_ATTENTION_Q]->shape[c->tensors[XHAL_ATTENTION_Q]->ndim - 1];
+  const int64_t Dv = c->tensors[XHAL_ATTENTION_V]->shape[c->tensors[XHAL_ATTENTION_V]->ndim - 1];
   if (D > kGenericMaxHeadDim) return "head dim above 512";
   if (Dv > int64_t(kMaxValuesPerLane) * kWarpSize) return "value head dim above 8 x warp width";
   return nullptr;

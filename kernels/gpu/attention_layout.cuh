@@ -13,7 +13,8 @@ struct Mask {
   bool causal;
   int64_t window_left, window_right;
 
-  static Mask from(const xhal_op_params& p) {
+  static Mask from(const void* params) {  // an op call's xhal_attention_op_params
+    const auto& p = *static_cast<const xhal_attention_op_params*>(params);
     return {p.scale, p.softcap, p.causal != 0, p.window_left, p.window_right};
   }
   // Keys [lo, hi) query i of Sq may see among Sk keys (bottom-right aligned).
@@ -42,22 +43,22 @@ inline AttnLayout layout_of(const xhal_op_call* c, bool batched) {
     out[1] = t->strides[off];
     out[2] = t->strides[off + 1];
   };
-  fill(a.q, c->t[XHAL_SLOT_Q]);
-  fill(a.k, c->t[XHAL_SLOT_K]);
-  fill(a.v, c->t[XHAL_SLOT_V]);
-  fill(a.o, c->t[XHAL_SLOT_OUT]);
-  if (const DLTensor* lse = c->t[XHAL_SLOT_LSE]) {
+  fill(a.q, c->tensors[XHAL_ATTENTION_Q]);
+  fill(a.k, c->tensors[XHAL_ATTENTION_K]);
+  fill(a.v, c->tensors[XHAL_ATTENTION_V]);
+  fill(a.o, c->tensors[XHAL_ATTENTION_OUT]);
+  if (const DLTensor* lse = c->tensors[XHAL_ATTENTION_LSE]) {
     if (batched) {
       a.lse[0] = lse->strides[0], a.lse[1] = lse->strides[1], a.lse[2] = lse->strides[2];
     } else {
       a.lse[0] = 0, a.lse[1] = lse->strides[0], a.lse[2] = lse->strides[1];
     }
   }
-  const DLTensor* q = c->t[XHAL_SLOT_Q];
+  const DLTensor* q = c->tensors[XHAL_ATTENTION_Q];
   a.Hq = q->shape[q->ndim - 2];
-  a.group = a.Hq / c->t[XHAL_SLOT_K]->shape[q->ndim - 2];
+  a.group = a.Hq / c->tensors[XHAL_ATTENTION_K]->shape[q->ndim - 2];
   a.D = q->shape[q->ndim - 1];
-  a.Dv = c->t[XHAL_SLOT_V]->shape[q->ndim - 1];
+  a.Dv = c->tensors[XHAL_ATTENTION_V]->shape[q->ndim - 1];
   return a;
 }
 
@@ -85,16 +86,16 @@ struct AttnProblem {
 };
 
 inline AttnProblem dense_problem(const xhal_op_call* c) {
-  const DLTensor* q = c->t[XHAL_SLOT_Q];
-  return {true, {nullptr, nullptr, q->shape[0], q->shape[1], c->t[XHAL_SLOT_K]->shape[1]}, q->shape[1]};
+  const DLTensor* q = c->tensors[XHAL_ATTENTION_Q];
+  return {true, {nullptr, nullptr, q->shape[0], q->shape[1], c->tensors[XHAL_ATTENTION_K]->shape[1]}, q->shape[1]};
 }
 
 inline AttnProblem varlen_problem(const xhal_op_call* c) {
   return {false,
-          {static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_Q]->data),
-           static_cast<const int32_t*>(c->t[XHAL_SLOT_CU_SEQLENS_K]->data),
-           c->t[XHAL_SLOT_CU_SEQLENS_Q]->shape[0] - 1, 0, 0},
-          c->params.max_seqlen_q};
+          {static_cast<const int32_t*>(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q]->data),
+           static_cast<const int32_t*>(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_K]->data),
+           c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q]->shape[0] - 1, 0, 0},
+          kernels::op_params<xhal_attention_op_params>(c).max_seqlen_q};
 }
 
 }  // namespace xhal::gpu

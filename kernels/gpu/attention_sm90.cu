@@ -21,12 +21,12 @@ bool is_sm90(int device) {
   return cc[device] == 90;
 }
 
-const char* wgmma_supports(const xhal_op_call* c) {
-  if (const char* why = flash_supports(c)) return why;
-  const DLTensor* q = c->t[XHAL_SLOT_Q];
+const char* wgmma_supports(void*, const xhal_op_call* c) {
+  if (const char* why = flash_supports(nullptr, c)) return why;
+  const DLTensor* q = c->tensors[XHAL_ATTENTION_Q];
   const int64_t D = q->shape[q->ndim - 1];
   if (D != 64 && D != 128) return "head dim not 64 or 128";
-  for (const DLTensor* t : {q, c->t[XHAL_SLOT_K], c->t[XHAL_SLOT_V]}) {
+  for (const DLTensor* t : {q, c->tensors[XHAL_ATTENTION_K], c->tensors[XHAL_ATTENTION_V]}) {
     for (int d = 0; d < t->ndim; ++d) {
       if (t->shape[d] == 0) return "an empty q, k or v (a TMA map needs every dim)";
     }
@@ -34,7 +34,7 @@ const char* wgmma_supports(const xhal_op_call* c) {
       if (t->strides[d] >= (int64_t(1) << 38)) return "a q/k/v stride of 2^38 elements or more (TMA)";
     }
   }
-  if (!is_sm90(c->device_index)) return "device is not sm_90 (wgmma)";
+  if (!is_sm90(c->device)) return "device is not sm_90 (wgmma)";
   if (tensor_map_encoder() == nullptr) return "the driver has no TMA map encoder";
   return nullptr;
 }
@@ -46,16 +46,16 @@ const char* launch_wgmma_tile(const xhal_op_call* c, const AttnLayout& a, const 
   using T = typename E::T;
   const bool batched = seqs.cu_q == nullptr, bf16 = E::kDType == XHAL_DTYPE_BF16;
   AttnMaps maps;
-  if (!encode_rows_map(&maps.q, c->t[XHAL_SLOT_Q], batched, Tile::kBlockM, bf16) ||
-      !encode_rows_map(&maps.k, c->t[XHAL_SLOT_K], batched, Tile::kBlockN, bf16) ||
-      !encode_rows_map(&maps.v, c->t[XHAL_SLOT_V], batched, Tile::kBlockN, bf16)) {
+  if (!encode_rows_map(&maps.q, c->tensors[XHAL_ATTENTION_Q], batched, Tile::kBlockM, bf16) ||
+      !encode_rows_map(&maps.k, c->tensors[XHAL_ATTENTION_K], batched, Tile::kBlockN, bf16) ||
+      !encode_rows_map(&maps.v, c->tensors[XHAL_ATTENTION_V], batched, Tile::kBlockN, bf16)) {
     return "the driver refused a TMA map of q, k or v";
   }
   const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
-  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
+  const DLTensor* lse = c->tensors[XHAL_ATTENTION_LSE];
   flash_kernel_for<E, WgmmaFlashKernels, Tile>(c)<<<flash_grid(a, seqs, m_tiles), Tile::kThreads,
                                                     Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
-      maps, static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
+      maps, static_cast<const T*>(c->tensors[XHAL_ATTENTION_V]->data), static_cast<T*>(c->tensors[XHAL_ATTENTION_OUT]->data),
       lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
   return nullptr;
 }

@@ -11,9 +11,9 @@ namespace xhal::gpu {
 
 // The flash kernels' conditions: 16-bit types (they are only registered for them), D == Dv in
 // {64, 80, 96, 128, 256}, 16-byte aligned q/k/v rows and 4-byte aligned output pairs.
-inline const char* flash_supports(const xhal_op_call* c) {
-  const DLTensor *q = c->t[XHAL_SLOT_Q], *k = c->t[XHAL_SLOT_K], *v = c->t[XHAL_SLOT_V];
-  const DLTensor* out = c->t[XHAL_SLOT_OUT];
+inline const char* flash_supports(void*, const xhal_op_call* c) {
+  const DLTensor *q = c->tensors[XHAL_ATTENTION_Q], *k = c->tensors[XHAL_ATTENTION_K], *v = c->tensors[XHAL_ATTENTION_V];
+  const DLTensor* out = c->tensors[XHAL_ATTENTION_OUT];
   const int64_t D = q->shape[q->ndim - 1];
   if (v->shape[v->ndim - 1] != D) return "value head dim differs from the query head dim";
   if (D != 64 && D != 80 && D != 96 && D != 128 && D != 256) return "head dim not in {64, 80, 96, 128, 256}";
@@ -44,7 +44,7 @@ auto flash_kernel_for(const xhal_op_call* c) {
     return true;
   }();
   (void)shared_raised;
-  return c->params.softcap > 0.0f ? Kernels<E, Tile, true>::kernel : Kernels<E, Tile, false>::kernel;
+  return kernels::op_params<xhal_attention_op_params>(c).softcap > 0.0f ? Kernels<E, Tile, true>::kernel : Kernels<E, Tile, false>::kernel;
 }
 
 // The (query tile, head, sequence) grid.
@@ -58,11 +58,11 @@ void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequenc
                        int64_t max_rows) {
   using T = typename E::T;
   const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
-  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
+  const DLTensor* lse = c->tensors[XHAL_ATTENTION_LSE];
   flash_kernel_for<E, Kernels, Tile>(c)<<<flash_grid(a, seqs, m_tiles), Tile::kThreads,
                                           Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
-      static_cast<const T*>(c->t[XHAL_SLOT_Q]->data), static_cast<const T*>(c->t[XHAL_SLOT_K]->data),
-      static_cast<const T*>(c->t[XHAL_SLOT_V]->data), static_cast<T*>(c->t[XHAL_SLOT_OUT]->data),
+      static_cast<const T*>(c->tensors[XHAL_ATTENTION_Q]->data), static_cast<const T*>(c->tensors[XHAL_ATTENTION_K]->data),
+      static_cast<const T*>(c->tensors[XHAL_ATTENTION_V]->data), static_cast<T*>(c->tensors[XHAL_ATTENTION_OUT]->data),
       lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
 }
 

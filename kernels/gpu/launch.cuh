@@ -96,14 +96,14 @@ namespace xhal::gpu {
 // Runs Run on the call's device (the calling thread's current device is switched when needed),
 // exceptions kept from crossing the plugin's boundary.
 template <kernels::RunFn Run>
-xhal_status on_call_device(const xhal_op_call* c, char* msg, size_t len) {
+xhal_status on_call_device(void* ctx, const xhal_op_call* c, char* msg, size_t len) {
   int current = -1;
-  if (gpuGetDevice(&current) != gpuSuccess || current != c->device_index) {
-    if (gpuSetDevice(c->device_index) != gpuSuccess) {
-      return kernel_error(msg, len, XHAL_ERR_DEVICE, "cannot make device %d current", c->device_index);
+  if (gpuGetDevice(&current) != gpuSuccess || current != c->device) {
+    if (gpuSetDevice(c->device) != gpuSuccess) {
+      return kernel_error(msg, len, XHAL_ERR_DEVICE, "cannot make device %d current", c->device);
     }
   }
-  return kernels::guarded<Run>(c, msg, len);
+  return kernels::guarded<Run>(ctx, c, msg, len);
 }
 
 // Registers Kernel<E>::run for E in F32, F16, BF16, each run on the call's device.

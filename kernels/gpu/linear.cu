@@ -77,8 +77,8 @@ template <class E>
 struct LinearTiled {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     using T = typename E::T;
-    const DLTensor *x = c->t[XHAL_SLOT_LINEAR_X], *w = c->t[XHAL_SLOT_LINEAR_W];
-    const DLTensor *bias = c->t[XHAL_SLOT_BIAS], *out = c->t[XHAL_SLOT_LINEAR_OUT];
+    const DLTensor *x = c->tensors[XHAL_LINEAR_X], *w = c->tensors[XHAL_LINEAR_W];
+    const DLTensor *bias = c->tensors[XHAL_LINEAR_BIAS], *out = c->tensors[XHAL_LINEAR_OUT];
     const int64_t M = x->shape[0], K = x->shape[1], N = w->shape[0];
     if (M == 0 || N == 0) return XHAL_OK;
     const int64_t tiles_n = (N + kTile - 1) / kTile, tiles_m = (M + kTile - 1) / kTile;

@@ -60,9 +60,9 @@ template <class E>
 struct GenericPagedAttention {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     using T = typename E::T;
-    const DLTensor *q = c->t[XHAL_SLOT_Q], *kc = c->t[XHAL_SLOT_K], *vc = c->t[XHAL_SLOT_V];
-    const DLTensor *out = c->t[XHAL_SLOT_OUT], *table = c->t[XHAL_SLOT_BLOCK_TABLE];
-    const DLTensor* lens = c->t[XHAL_SLOT_SEQ_LENS];
+    const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE], *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
+    const DLTensor *out = c->tensors[XHAL_PAGED_ATTENTION_OUT], *table = c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE];
+    const DLTensor* lens = c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS];
     if (table->strides[1] != 1 && table->shape[1] > 1) {
       return kernels::kernel_error(msg, len, XHAL_ERR_UNSUPPORTED,
                                    "block_table rows must be contiguous on the GPU");
@@ -90,9 +90,9 @@ struct GenericPagedAttention {
   }
 };
 
-const char* decode_supports(const xhal_op_call* c) {
-  const DLTensor *q = c->t[XHAL_SLOT_Q], *kc = c->t[XHAL_SLOT_K], *vc = c->t[XHAL_SLOT_V];
-  const DLTensor* table = c->t[XHAL_SLOT_BLOCK_TABLE];
+const char* decode_supports(void*, const xhal_op_call* c) {
+  const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE], *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
+  const DLTensor* table = c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE];
   const int64_t D = q->shape[2], Dv = vc->shape[3], group = q->shape[1] / kc->shape[2];
   if (D % 8 != 0 || Dv % 8 != 0 || D > 256 || Dv > 256) return "head dims not multiples of 8 up to 256";
   if (group * Dv > kMaxGroupTimesDv) return "query heads per kv head x value dim above 8192";
@@ -145,9 +145,9 @@ struct PagedDecode {
   }
 
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const DLTensor *q = c->t[XHAL_SLOT_Q], *kc = c->t[XHAL_SLOT_K], *vc = c->t[XHAL_SLOT_V];
-    const DLTensor *out = c->t[XHAL_SLOT_OUT], *table = c->t[XHAL_SLOT_BLOCK_TABLE];
-    const DLTensor* lens = c->t[XHAL_SLOT_SEQ_LENS];
+    const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE], *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
+    const DLTensor *out = c->tensors[XHAL_PAGED_ATTENTION_OUT], *table = c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE];
+    const DLTensor* lens = c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS];
     const int64_t B = q->shape[0], Hq = q->shape[1], Hkv = kc->shape[2];
     if (B * Hq == 0) return XHAL_OK;
     PagedDecodeArgs a{};
@@ -170,7 +170,7 @@ struct PagedDecode {
     // launched (several waves keep the tail of the last one short), each split keeping at least
     // 256 keys.
     const int64_t max_len = a.max_blocks * a.block_size;
-    const int64_t want = (4 * multiprocessor_count(c->device_index) + B * Hkv - 1) / (B * Hkv);
+    const int64_t want = (4 * multiprocessor_count(c->device) + B * Hkv - 1) / (B * Hkv);
     const int64_t most = std::max<int64_t>(1, max_len / 256);
     a.splits = std::max<int64_t>(1, std::min(want, most));
     a.keys_per_split = ((max_len + a.splits - 1) / a.splits + kTileKeys - 1) / kTileKeys * kTileKeys;
@@ -179,9 +179,9 @@ struct PagedDecode {
     void* scratch = nullptr;
     const size_t part_bytes = size_t(B * Hq * a.splits) * (size_t(a.Dv) + 1) * sizeof(float);
     if (a.splits > 1) {
-      if (c->host->scratch_alloc(c->host->ctx, c->device_index, part_bytes, c->stream, &scratch) != XHAL_OK) {
-        return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "no memory for %zu bytes of split results",
-                            part_bytes);
+      if (const xhal_status s = c->host->scratch_alloc(c->host->ctx, c->device, part_bytes, c->stream, &scratch, msg, len);
+          s != XHAL_OK) {
+        return s;  // the allocator's message names the request
       }
       a.part_out = static_cast<float*>(scratch);
       a.part_lse = a.part_out + B * Hq * a.splits * a.Dv;
@@ -195,7 +195,7 @@ struct PagedDecode {
     }
     if (a.splits > 1) paged_decode_merge_kernel<E><<<unsigned(B * Hq), 128, 0, stream>>>(a);
     const xhal_status status = launch_status(msg, len, "paged decode");
-    if (scratch != nullptr) c->host->scratch_free(c->host->ctx, c->device_index, scratch);
+    if (scratch != nullptr) c->host->scratch_free(c->host->ctx, c->device, scratch);
     return status;
   }
 };

@@ -240,16 +240,16 @@ __global__ void __launch_bounds__(kRowThreads)
 template <class E, int kWarps, int kVpl, bool kResidual>
 bool launch_rows(const xhal_op_call* c, gpuStream_t stream) {
   using T = typename E::T;
-  const DLTensor* x = c->t[XHAL_SLOT_X];
-  const DLTensor* res = c->t[XHAL_SLOT_RESIDUAL];
+  const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
+  const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL];
   const RowLayout xl = row_layout(x);
   // A block per group of rows (measured faster than one wave of blocks looping over rows: the
   // hardware starts a new block as soon as one finishes).
   constexpr int64_t kGroups = kRowThreads / (kWarps * kWarpSize);
   rms_norm_rows_kernel<E, kWarps, kVpl, kResidual><<<grid_for(xl.rows, kGroups), kRowThreads, 0, stream>>>(
-      static_cast<const T*>(x->data), xl, static_cast<const T*>(c->t[XHAL_SLOT_WEIGHT]->data),
-      static_cast<T*>(c->t[XHAL_SLOT_NORM_OUT]->data), row_layout(c->t[XHAL_SLOT_NORM_OUT]),
-      res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, c->params.eps);
+      static_cast<const T*>(x->data), xl, static_cast<const T*>(c->tensors[XHAL_RMS_NORM_WEIGHT]->data),
+      static_cast<T*>(c->tensors[XHAL_RMS_NORM_OUT]->data), row_layout(c->tensors[XHAL_RMS_NORM_OUT]),
+      res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, kernels::op_params<xhal_norm_op_params>(c).eps);
   return true;
 }
 
@@ -260,9 +260,9 @@ bool launch_rows(const xhal_op_call* c, gpuStream_t stream) {
 // False when the row is too long.
 template <class E>
 bool launch_rows_in_registers(const xhal_op_call* c, gpuStream_t stream) {
-  const DLTensor* x = c->t[XHAL_SLOT_X];
+  const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
   const int64_t vecs = x->shape[x->ndim - 1] / Vec<E>::kVec;
-  if (c->t[XHAL_SLOT_RESIDUAL] != nullptr) {
+  if (c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL] != nullptr) {
     if (vecs <= kWarpSize * 4) return launch_rows<E, 1, 4, true>(c, stream);
     if (vecs <= kWarpSize * 8) return launch_rows<E, 2, 4, true>(c, stream);
     if (vecs <= kWarpSize * 16) return launch_rows<E, 4, 4, true>(c, stream);
@@ -285,9 +285,9 @@ constexpr size_t kMaxStagedBytes = std::min(96 * 1024, kMaxDynamicSharedBytes);
 template <class E, int VEC>
 void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
   using T = typename E::T;
-  const DLTensor* x = c->t[XHAL_SLOT_X];
-  const DLTensor* res = c->t[XHAL_SLOT_RESIDUAL];
-  const RowLayout xl = row_layout(x), ol = row_layout(c->t[XHAL_SLOT_NORM_OUT]);
+  const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
+  const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL];
+  const RowLayout xl = row_layout(x), ol = row_layout(c->tensors[XHAL_RMS_NORM_OUT]);
   const RowLayout rl = res ? row_layout(res) : RowLayout{};
   const int64_t vecs = xl.cols / VEC;
   // About 4 vectors per thread keeps several loads in flight; at most 1024 threads.
@@ -295,12 +295,12 @@ void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
   const int64_t per_thread = (vecs + threads - 1) / threads;
   // One wave of blocks, each looping over rows (measured faster than a block per row at 65536 rows).
   const unsigned grid =
-      grid_for(xl.rows, 1, int64_t(multiprocessor_count(c->device_index)) * (2048 / threads));
+      grid_for(xl.rows, 1, int64_t(multiprocessor_count(c->device)) * (2048 / threads));
   auto go = [&](auto kernel) {
     kernel<<<grid, threads, 0, stream>>>(
-        static_cast<const T*>(x->data), xl, static_cast<const T*>(c->t[XHAL_SLOT_WEIGHT]->data),
-        static_cast<T*>(c->t[XHAL_SLOT_NORM_OUT]->data), ol,
-        res ? static_cast<T*>(res->data) : nullptr, rl, c->params.eps);
+        static_cast<const T*>(x->data), xl, static_cast<const T*>(c->tensors[XHAL_RMS_NORM_WEIGHT]->data),
+        static_cast<T*>(c->tensors[XHAL_RMS_NORM_OUT]->data), ol,
+        res ? static_cast<T*>(res->data) : nullptr, rl, kernels::op_params<xhal_norm_op_params>(c).eps);
   };
   if (per_thread <= 1) go(rms_norm_kernel<E, VEC, 1>);
   else if (per_thread <= 2) go(rms_norm_kernel<E, VEC, 2>);
@@ -312,15 +312,15 @@ void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
 template <class E>
 struct RmsNormKernel {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const DLTensor* x = c->t[XHAL_SLOT_X];
+    const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
     const int64_t cols = x->shape[x->ndim - 1];
     if (cols == 0 || row_layout(x).rows == 0) return XHAL_OK;
     bool vectorizable = rows_vectorizable(x, cols) &&
-                        rows_vectorizable(c->t[XHAL_SLOT_NORM_OUT], cols) &&
-                        rows_vectorizable(c->t[XHAL_SLOT_WEIGHT], cols);
-    if (const DLTensor* res = c->t[XHAL_SLOT_RESIDUAL]) vectorizable &= rows_vectorizable(res, cols);
+                        rows_vectorizable(c->tensors[XHAL_RMS_NORM_OUT], cols) &&
+                        rows_vectorizable(c->tensors[XHAL_RMS_NORM_WEIGHT], cols);
+    if (const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL]) vectorizable &= rows_vectorizable(res, cols);
     auto stream = static_cast<gpuStream_t>(c->stream);
-    const DLTensor* res = c->t[XHAL_SLOT_RESIDUAL];
+    const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL];
     const bool short_rows = cols / Vec<E>::kVec <= 512;
     // Three buffers measured better for short rms_norm rows, worse for fused ones (whose residual
     // doubles the buffers, so fewer blocks fit).
@@ -342,12 +342,12 @@ struct RmsNormKernel {
       const RowLayout xl = row_layout(x);
       const int64_t per_sm =
           std::max<int64_t>(1, std::min<int64_t>(short_rows ? 16 : 8, int64_t(kMaxDynamicSharedBytes) / int64_t(staged)));
-      const unsigned grid = grid_for(xl.rows, 1, multiprocessor_count(c->device_index) * per_sm);
+      const unsigned grid = grid_for(xl.rows, 1, multiprocessor_count(c->device) * per_sm);
       auto go = [&](auto kernel, int threads) {
         kernel<<<grid, threads, staged, stream>>>(
-            static_cast<const T*>(x->data), xl, static_cast<const T*>(c->t[XHAL_SLOT_WEIGHT]->data),
-            static_cast<T*>(c->t[XHAL_SLOT_NORM_OUT]->data), row_layout(c->t[XHAL_SLOT_NORM_OUT]),
-            res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, c->params.eps);
+            static_cast<const T*>(x->data), xl, static_cast<const T*>(c->tensors[XHAL_RMS_NORM_WEIGHT]->data),
+            static_cast<T*>(c->tensors[XHAL_RMS_NORM_OUT]->data), row_layout(c->tensors[XHAL_RMS_NORM_OUT]),
+            res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, kernels::op_params<xhal_norm_op_params>(c).eps);
       };
       if (short_rows && stages == 3) go(rms_norm_staged_kernel<E, 128, 3>, 128);
       else if (short_rows) go(rms_norm_staged_kernel<E, 128, 2>, 128);

@@ -113,14 +113,14 @@ template <class E>
 struct RopeKernel {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     using T = typename E::T;
-    const DLTensor* q = c->t[XHAL_SLOT_ROPE_Q];
-    const DLTensor* k = c->t[XHAL_SLOT_ROPE_K];
-    const DLTensor* pos = c->t[XHAL_SLOT_POSITIONS];
-    const DLTensor* cache = c->t[XHAL_SLOT_COS_SIN];
+    const DLTensor* q = c->tensors[XHAL_ROPE_Q];
+    const DLTensor* k = c->tensors[XHAL_ROPE_K];
+    const DLTensor* pos = c->tensors[XHAL_ROPE_POSITIONS];
+    const DLTensor* cache = c->tensors[XHAL_ROPE_COS_SIN_CACHE];
     const RopeArgs a{q->shape[0],      q->shape[1],      k->shape[1],      q->strides[0],
                      q->strides[1],    k->strides[0],    k->strides[1],    pos->strides[0],
                      cache->shape[0],  cache->strides[0], cache->shape[1] / 2,
-                     c->params.rope_neox != 0, pos->dtype.bits == 64};
+                     kernels::op_params<xhal_rope_op_params>(c).style == XHAL_ROPE_NEOX, pos->dtype.bits == 64};
     if (a.tokens == 0) return XHAL_OK;
     const int64_t pairs = (a.q_heads + a.k_heads) * a.half;
     const int threads = block_threads(pairs / 2, 512);
@@ -136,7 +136,7 @@ struct RopeKernel {
     auto* cd = static_cast<const float*>(cache->data);
     if (vec) {
       const int64_t items = a.tokens * (a.q_heads + a.k_heads) * (a.neox ? a.half / 8 : a.half / 4);
-      const int64_t waves = int64_t(multiprocessor_count(c->device_index)) * 8;
+      const int64_t waves = int64_t(multiprocessor_count(c->device)) * 8;
       const unsigned grid = grid_for(items, 256, waves);
       if (items + 2 * int64_t(grid) * 256 < (int64_t(1) << 32)) {
         rope_vec_kernel<E, uint32_t><<<grid, 256, 0, stream>>>(qd, kd, pos->data, cd, a);

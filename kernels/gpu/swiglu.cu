@@ -43,9 +43,9 @@ template <class E, bool kPacked>
 struct SwigluKernel {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     using T = typename E::T;
-    const DLTensor* gate = c->t[XHAL_SLOT_GATE];
-    const DLTensor* up = kPacked ? gate : c->t[XHAL_SLOT_UP];
-    const DLTensor* out = c->t[XHAL_SLOT_ACT_OUT];
+    const DLTensor* gate = c->tensors[XHAL_SWIGLU_GATE];
+    const DLTensor* up = kPacked ? gate : c->tensors[XHAL_SWIGLU_UP];
+    const DLTensor* out = c->tensors[XHAL_SWIGLU_OUT];
     const RowLayout ol = row_layout(out);
     if (ol.rows == 0 || ol.cols == 0) return XHAL_OK;
     const int64_t up_offset = kPacked ? ol.cols : 0;

@@ -23,15 +23,15 @@ __global__ void uncovered_rows_kernel(const int32_t* last_offset, int64_t Tq, At
 // Launched after a varlen attention kernel on the call's stream.
 template <class E>
 void launch_uncovered_rows(const xhal_op_call* c) {
-  const DLTensor* q = c->t[XHAL_SLOT_Q];
-  const DLTensor* cu_q = c->t[XHAL_SLOT_CU_SEQLENS_Q];
-  const DLTensor* lse = c->t[XHAL_SLOT_LSE];
+  const DLTensor* q = c->tensors[XHAL_ATTENTION_Q];
+  const DLTensor* cu_q = c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q];
+  const DLTensor* lse = c->tensors[XHAL_ATTENTION_LSE];
   const int64_t Tq = q->shape[0];
   if (Tq == 0) return;
   const AttnLayout a = layout_of(c, false);
   uncovered_rows_kernel<E><<<grid_for(Tq * a.Hq * a.Dv, 256, 64), 256, 0, static_cast<gpuStream_t>(c->stream)>>>(
       static_cast<const int32_t*>(cu_q->data) + (cu_q->shape[0] - 1) * cu_q->strides[0], Tq, a,
-      static_cast<typename E::T*>(c->t[XHAL_SLOT_OUT]->data), lse ? static_cast<float*>(lse->data) : nullptr);
+      static_cast<typename E::T*>(c->tensors[XHAL_ATTENTION_OUT]->data), lse ? static_cast<float*>(lse->data) : nullptr);
 }
 
 }  // namespace xhal::gpu

@@ -47,18 +47,18 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     rank_ = who.rank, size_ = who.size;
     std::vector<unsigned char> id(XHAL_COMM_ID_BYTES);
     char msg[512] = {};
-    if (rank_ == 0) throw_if(engine_->make_id(id.data(), msg, sizeof msg), msg);
+    if (rank_ == 0) throw_if(engine_->make_id(engine_->self, id.data(), msg, sizeof msg), msg);
     share_from_rank0(id, who, timeout_);
-    throw_if(engine_->create(device.index, id.data(), rank_, size_, int64_t(timeout_.count()), &comm_, msg, sizeof msg),
+    throw_if(engine_->create(engine_->self, device.index, id.data(), rank_, size_, int64_t(timeout_.count()), &comm_, msg, sizeof msg),
              msg);
     void* scratch = nullptr;
-    check_plugin(api_, api_.malloc(device.index, sizeof(float), &scratch), "allocating the barrier's scratch");
+    plugin_call<&xhal_plugin_api::mem_alloc>(api_, "allocating the barrier's scratch", device.index, sizeof(float), &scratch);
     scratch_ = scratch;
   }
   ~DeviceCommunicator() override {
     if (comm_ != nullptr) (aborted_ ? engine_->abort : engine_->destroy)(comm_);
-    if (scratch_ != nullptr) api_.free(device_.index, scratch_);
-    for (void* event : spare_events_) api_.event_destroy(device_.index, event);
+    if (scratch_ != nullptr) plugin_call_unchecked<&xhal_plugin_api::mem_release>(api_, device_.index, scratch_);
+    for (void* event : spare_events_) plugin_call_unchecked<&xhal_plugin_api::event_destroy>(api_, device_.index, event);
   }
 
   int rank() const override { return rank_; }
@@ -94,7 +94,7 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
       }
     }
     void* event = nullptr;
-    check_plugin(api_, api_.event_create(device_.index, &event), "creating a completion event");
+    plugin_call<&xhal_plugin_api::event_create>(api_, "creating a completion event", device_.index, &event);
     return event;
   }
   void give_back_event(void* event) {
@@ -133,7 +133,7 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     const xhal_status s = engine_->enqueue(comm_, op, in, out, count, type, reduce, c.peer, stream, msg, sizeof msg);
     if (s != XHAL_OK) throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: {}", name(), what, msg));
     auto pending = std::make_shared<DevicePending>(what, timeout_, shared_from_this(), take_event());
-    check_plugin(api_, api_.event_record(device_.index, pending->event(), stream), "recording a completion event");
+    plugin_call<&xhal_plugin_api::event_record>(api_, "recording a completion event", device_.index, pending->event(), stream);
     return pending;
   }
 
@@ -183,9 +183,10 @@ DevicePending::~DevicePending() { comm_->give_back_event(event_); }
 bool DevicePending::poll() {
   if (done_) return true;
   comm_->check_health(what());
-  const xhal_status s = comm_->api().event_query(comm_->device().index, event_);
+  PluginMessage message;
+  const xhal_status s = plugin_status<&xhal_plugin_api::event_query>(comm_->api(), message, comm_->device().index, event_);
   if (s == XHAL_NOT_READY) return false;
-  check_plugin(comm_->api(), s, "waiting for a collective");
+  if (s != XHAL_OK) throw_plugin_failure(s, "waiting for a collective", message);
   done_ = true;
   return true;
 }

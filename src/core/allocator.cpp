@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/logging.hpp"
+#include "core/plugin_call.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {
@@ -79,7 +80,7 @@ void* CachingAllocator::allocate(size_t bytes, void* stream) {
   }
   if (block == nullptr) {
     ++stats_.num_ooms;
-    throw_oom(bytes, api_.last_error());
+    throw_oom(bytes, driver_message_.c_str());
   }
   clear_event(block);
   block->allocated = true;
@@ -105,14 +106,16 @@ void CachingAllocator::deallocate(void* ptr) {
   block->allocated = false;
   if (config_.direct) {
     stats_.reserved -= block->size;
-    api_.free(device_.index, block->ptr);
+    plugin_call_unchecked<&xhal_plugin_api::mem_release>(api_, device_.index, block->ptr);
     delete block;
     return;
   }
   // Later use on another stream must wait for the work queued on this one.
-  if (block->stream != nullptr && api_.event_create(device_.index, &block->event) == XHAL_OK &&
+  PluginMessage message;
+  if (block->stream != nullptr &&
+      plugin_status<&xhal_plugin_api::event_create>(api_, message, device_.index, &block->event) == XHAL_OK &&
       block->event != nullptr) {
-    api_.event_record(device_.index, block->event, block->stream);
+    plugin_call_unchecked<&xhal_plugin_api::event_record>(api_, device_.index, block->event, block->stream);
   }
   free_block(block);
 }
@@ -143,14 +146,17 @@ void CachingAllocator::free_block(Block* block) {
 bool CachingAllocator::ready_for(Block* block, void* stream) {
   if (block->event == nullptr) return true;
   if (stream != nullptr && stream == block->stream) return true;
-  if (api_.event_query(device_.index, block->event) != XHAL_OK) return false;
+  PluginMessage message;
+  if (plugin_status<&xhal_plugin_api::event_query>(api_, message, device_.index, block->event) != XHAL_OK) {
+    return false;
+  }
   clear_event(block);
   return true;
 }
 
 void CachingAllocator::clear_event(Block* block) {
   if (block->event != nullptr) {
-    api_.event_destroy(device_.index, block->event);
+    plugin_call_unchecked<&xhal_plugin_api::event_destroy>(api_, device_.index, block->event);
     block->event = nullptr;
   }
 }
@@ -169,11 +175,15 @@ CachingAllocator::Block* CachingAllocator::find_free(Pool& pool, size_t size, vo
 CachingAllocator::Block* CachingAllocator::new_segment(size_t size, bool small, void* stream) {
   if (config_.memory_limit != 0 && stats_.reserved + size > config_.memory_limit) return nullptr;
   void* ptr = nullptr;
-  xhal_status status = api_.malloc(device_.index, size, &ptr);
-  if (status == XHAL_ERR_OUT_OF_MEMORY) return nullptr;
+  PluginMessage message;
+  const xhal_status status = plugin_status<&xhal_plugin_api::mem_alloc>(api_, message, device_.index, size, &ptr);
+  if (status == XHAL_ERR_OUT_OF_MEMORY) {
+    driver_message_ = message.text;
+    return nullptr;
+  }
   if (status != XHAL_OK) {
     throw_status(status, fmt::format("allocator {}: driver allocation of {} bytes failed: {}",
-                                     device_.str(), size, api_.last_error()));
+                                     device_.str(), size, message.text));
   }
   stats_.reserved += size;
   return new Block{static_cast<char*>(ptr), size, stream, nullptr, false, small, nullptr, nullptr};
@@ -185,7 +195,7 @@ void CachingAllocator::release_cached_segments() {
       Block* b = *it;
       if (b->prev == nullptr && b->next == nullptr) {  // a whole, unused segment
         clear_event(b);
-        api_.free(device_.index, b->ptr);
+        plugin_call_unchecked<&xhal_plugin_api::mem_release>(api_, device_.index, b->ptr);
         stats_.reserved -= b->size;
         delete b;
         it = pool->erase(it);
@@ -198,7 +208,7 @@ void CachingAllocator::release_cached_segments() {
 
 void CachingAllocator::throw_oom(size_t request, const char* driver_message) {
   size_t free_bytes = 0, total_bytes = 0;
-  api_.mem_get_info(device_.index, &free_bytes, &total_bytes);
+  plugin_call_unchecked<&xhal_plugin_api::mem_info>(api_, device_.index, &free_bytes, &total_bytes);
   std::string limit = config_.memory_limit
                           ? fmt::format(", limit {} (XHAL_MEMORY_LIMIT)", mib(config_.memory_limit))
                           : "";

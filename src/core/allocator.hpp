@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 
 #include "xhal/device.hpp"
 #include "xhal/device_manager.hpp"
@@ -80,6 +81,7 @@ class CachingAllocator {
   Pool small_pool_, large_pool_;
   std::map<void*, Block*> live_;  // allocated blocks by pointer
   MemoryStatus stats_;
+  std::string driver_message_;  // the plugin's message for the last allocation it refused
 };
 
 }  // namespace xhal

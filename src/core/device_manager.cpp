@@ -61,7 +61,7 @@ MemoryStatus DeviceManager::memory_status(Device device) const {
   const auto& runtime = Runtime::get();
   MemoryStatus status = runtime.allocator(device).stats();
   const auto& api = runtime.api(device);
-  check_plugin(api, api.mem_get_info(device.index, &status.free, &status.total), "mem_get_info");
+  plugin_call<&xhal_plugin_api::mem_info>(api, "mem_get_info", device.index, &status.free, &status.total);
   return status;
 }
 
@@ -73,7 +73,7 @@ void DeviceManager::reset_peak_stats(Device device) {
 
 void DeviceManager::synchronize(Device device) {
   const auto& api = Runtime::get().api(device);
-  check_plugin(api, api.device_synchronize(device.index), "device_synchronize");
+  plugin_call<&xhal_plugin_api::device_synchronize>(api, "device_synchronize", device.index);
 }
 
 Stream DeviceManager::default_stream(Device device) const {
@@ -94,10 +94,10 @@ void DeviceManager::set_current_stream(const Stream& stream) {
 Stream DeviceManager::create_stream(Device device) {
   const auto& api = Runtime::get().api(device);
   void* native = nullptr;
-  check_plugin(api, api.stream_create(device.index, &native), "stream_create");
+  plugin_call<&xhal_plugin_api::stream_create>(api, "stream_create", device.index, &native);
   const xhal_plugin_api* owner = &api;
   return Stream(device, std::shared_ptr<void>(native, [owner, device](void* s) {
-                  if (s != nullptr) owner->stream_destroy(device.index, s);
+                  if (s != nullptr) plugin_call_unchecked<&xhal_plugin_api::stream_destroy>(*owner, device.index, s);
                 }));
 }
 
@@ -109,10 +109,10 @@ Stream DeviceManager::wrap_stream(Device device, void* native) {
 Event DeviceManager::create_event(Device device) {
   const auto& api = Runtime::get().api(device);
   void* native = nullptr;
-  check_plugin(api, api.event_create(device.index, &native), "event_create");
+  plugin_call<&xhal_plugin_api::event_create>(api, "event_create", device.index, &native);
   const xhal_plugin_api* owner = &api;
   return Event(device, std::shared_ptr<void>(native, [owner, device](void* e) {
-                 if (e != nullptr) owner->event_destroy(device.index, e);
+                 if (e != nullptr) plugin_call_unchecked<&xhal_plugin_api::event_destroy>(*owner, device.index, e);
                }));
 }
 
@@ -120,32 +120,32 @@ BackendInfo DeviceManager::load_plugin(const std::string& path) { return Runtime
 
 void Stream::synchronize() const {
   const auto& api = Runtime::get().api(device_);
-  check_plugin(api, api.stream_synchronize(device_.index, native()), "stream_synchronize");
+  plugin_call<&xhal_plugin_api::stream_synchronize>(api, "stream_synchronize", device_.index, native());
 }
 
 void Event::record(const Stream& stream) {
   const auto& api = Runtime::get().api(device_);
-  check_plugin(api, api.event_record(device_.index, native(), stream.native()), "event_record");
+  plugin_call<&xhal_plugin_api::event_record>(api, "event_record", device_.index, native(), stream.native());
 }
 
 bool Event::query() const {
   if (native() == nullptr) return true;
   const auto& api = Runtime::get().api(device_);
-  xhal_status status = api.event_query(device_.index, native());
+  PluginMessage message;
+  const xhal_status status = plugin_status<&xhal_plugin_api::event_query>(api, message, device_.index, native());
   if (status == XHAL_NOT_READY) return false;
-  check_plugin(api, status, "event_query");
+  if (status != XHAL_OK) throw_plugin_failure(status, "event_query", message);
   return true;
 }
 
 void Event::synchronize() const {
   const auto& api = Runtime::get().api(device_);
-  check_plugin(api, api.event_synchronize(device_.index, native()), "event_synchronize");
+  plugin_call<&xhal_plugin_api::event_synchronize>(api, "event_synchronize", device_.index, native());
 }
 
 void Event::block(const Stream& stream) const {
   const auto& api = Runtime::get().api(device_);
-  check_plugin(api, api.stream_wait_event(device_.index, stream.native(), native()),
-               "stream_wait_event");
+  plugin_call<&xhal_plugin_api::stream_wait_event>(api, "stream_wait_event", device_.index, stream.native(), native());
 }
 
 }  // namespace xhal

@@ -1,5 +1,14 @@
 #include "core/host_api.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include <fmt/format.h>
+
 #include "core/logging.hpp"
 #include "core/plugin_loader.hpp"
 #include "core/registry.hpp"
@@ -9,11 +18,29 @@
 namespace xhal {
 namespace {
 
-xhal_status register_kernel(void* ctx, const xhal_kernel_desc* desc) {
+xhal_status write_message(char* msg, size_t len, xhal_status status, const std::string& text) {
+  if (msg != nullptr && len > 0) std::snprintf(msg, len, "%s", text.c_str());
+  return status;
+}
+
+xhal_status register_kernel(void* ctx, const xhal_kernel_desc* desc, char* msg, size_t len) {
   auto* context = static_cast<PluginHostContext*>(ctx);
-  if (desc == nullptr || desc->name == nullptr || desc->run == nullptr ||
-      desc->struct_size < sizeof(xhal_kernel_desc)) {
-    return XHAL_ERR_INVALID_ARGUMENT;
+  // Descriptors grow at their end: one from a newer plugin is read up to what this core knows.
+  constexpr size_t kMinSize = offsetof(xhal_kernel_desc, run) + sizeof(xhal_kernel_run_fn);
+  if (desc == nullptr || desc->struct_size < kMinSize) {
+    return write_message(msg, len, XHAL_ERR_INVALID_ARGUMENT,
+                         fmt::format("register_kernel: expected a descriptor of struct_size >= {}, got {}",
+                                     kMinSize, desc == nullptr ? std::string("NULL")
+                                                               : fmt::format("{}", desc->struct_size)));
+  }
+  xhal_kernel_desc copy{};
+  std::memcpy(&copy, desc, std::min<size_t>(desc->struct_size, sizeof copy));
+  copy.struct_size = sizeof copy;
+  desc = &copy;
+  if (desc->name == nullptr || desc->run == nullptr) {
+    return write_message(msg, len, XHAL_ERR_INVALID_ARGUMENT,
+                         fmt::format("register_kernel: kernel '{}' has no {}", desc->name ? desc->name : "(unnamed)",
+                                     desc->name ? "run()" : "name"));
   }
   if (!context->committed) {
     context->pending.push_back(*desc);
@@ -24,23 +51,26 @@ xhal_status register_kernel(void* ctx, const xhal_kernel_desc* desc) {
     Registry::get().add(context->type, *desc);
     return XHAL_OK;
   } catch (const Error& e) {
-    return static_cast<xhal_status>(e.code());
+    return write_message(msg, len, static_cast<xhal_status>(e.code()), e.what());
   }
 }
 
-void log_message(void*, int level, const char* msg) {
+void log_message(void*, xhal_log_level level, const char* msg) {
   static constexpr spdlog::level::level_enum kLevels[] = {
       spdlog::level::debug, spdlog::level::info, spdlog::level::warn, spdlog::level::err};
-  log().log(kLevels[level < 0 ? 0 : level > 3 ? 3 : level], "{}", msg ? msg : "");
+  log().log(kLevels[int(level) < 0 ? 0 : int(level) > 3 ? 3 : int(level)], "{}", msg ? msg : "");
 }
 
-xhal_status scratch_alloc(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr) {
+xhal_status scratch_alloc(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr, char* msg,
+                          size_t len) {
   auto* context = static_cast<PluginHostContext*>(ctx);
   try {
     *ptr = Runtime::get().allocator({context->type, device}).allocate(bytes, stream);
     return XHAL_OK;
   } catch (const Error& e) {
-    return static_cast<xhal_status>(e.code());
+    return write_message(msg, len, static_cast<xhal_status>(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    return write_message(msg, len, XHAL_ERR_OUT_OF_MEMORY, "host memory exhausted");
   }
 }
 
@@ -53,8 +83,8 @@ void scratch_free(void* ctx, int32_t device, void* ptr) {
 
 xhal_host_api make_host_api(PluginHostContext* context) {
   xhal_host_api host{};
-  host.abi_version = XHAL_PLUGIN_ABI_VERSION;
   host.struct_size = sizeof(xhal_host_api);
+  host.abi_version = XHAL_PLUGIN_ABI_VERSION;
   host.ctx = context;
   host.register_kernel = register_kernel;
   host.log = log_message;

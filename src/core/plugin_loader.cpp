@@ -135,11 +135,12 @@ const char* missing_member(const xhal_plugin_api& api) {
   const std::pair<const char*, bool> required[] = {
       {"backend", api.backend != nullptr},
       {"device_count", api.device_count != nullptr},
-      {"device_props", api.device_props != nullptr},
-      {"mem_get_info", api.mem_get_info != nullptr},
-      {"malloc", api.malloc != nullptr},
-      {"free", api.free != nullptr},
-      {"memcpy", api.memcpy != nullptr},
+      {"query_int", api.query_int != nullptr},
+      {"query_text", api.query_text != nullptr},
+      {"mem_info", api.mem_info != nullptr},
+      {"mem_alloc", api.mem_alloc != nullptr},
+      {"mem_release", api.mem_release != nullptr},
+      {"mem_copy", api.mem_copy != nullptr},
       {"stream_create", api.stream_create != nullptr},
       {"stream_destroy", api.stream_destroy != nullptr},
       {"stream_synchronize", api.stream_synchronize != nullptr},
@@ -150,7 +151,6 @@ const char* missing_member(const xhal_plugin_api& api) {
       {"event_query", api.event_query != nullptr},
       {"event_synchronize", api.event_synchronize != nullptr},
       {"stream_wait_event", api.stream_wait_event != nullptr},
-      {"last_error", api.last_error != nullptr},
   };
   for (const auto& [name, set] : required) {
     if (!set) return name;
@@ -188,6 +188,18 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
   if (init == nullptr) {
     dlclose(handle);
     return fail(fmt::format("missing entry point {} (not an xhal plugin?)", XHAL_PLUGIN_ENTRY));
+  }
+  // The ABI version is asked before init: init's arguments are laid out by that version.
+  auto abi_version = reinterpret_cast<xhal_plugin_abi_version_fn>(dlsym(handle, XHAL_PLUGIN_ABI_ENTRY));
+  if (abi_version == nullptr) {
+    return fail(fmt::format("a plugin of ABI version 1 (it has no {}); this xhal loads ABI version {} plugins: "
+                            "rebuild it against this xhal's xhal/plugin.h",
+                            XHAL_PLUGIN_ABI_ENTRY, XHAL_PLUGIN_ABI_VERSION));
+  }
+  if (const uint32_t version = abi_version(); version != XHAL_PLUGIN_ABI_VERSION) {
+    return fail(fmt::format("a plugin of ABI version {}; this xhal loads ABI version {} plugins: rebuild it "
+                            "against this xhal's xhal/plugin.h",
+                            version, XHAL_PLUGIN_ABI_VERSION));
   }
 
   plugin.context = std::make_unique<PluginHostContext>();

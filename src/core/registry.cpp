@@ -12,25 +12,10 @@
 namespace xhal {
 namespace {
 
-// One row per op, indexed by Op.
-constexpr std::array<std::string_view, kNumOps> kOpNames{
-    "attention", "attention_varlen", "paged_attention", "rms_norm", "fused_add_rms_norm",
-    "swiglu",    "swiglu_packed",    "rope",            "linear"};
-
 // Set while registry::explain() runs its callable on this thread.
 thread_local registry::Explanation* t_explaining = nullptr;
 
 }  // namespace
-
-std::string_view op_name(Op op) { return kOpNames[static_cast<size_t>(op)]; }
-
-Op op_from_name(std::string_view name) {
-  for (size_t i = 0; i < kOpNames.size(); ++i) {
-    if (kOpNames[i] == name) return Op(i);
-  }
-  throw Error(Errc::invalid_argument,
-              fmt::format("unknown op '{}'; ops are: {}", name, fmt::join(kOpNames, ", ")));
-}
 
 Registry& Registry::get() {
   static Registry registry;
@@ -41,15 +26,17 @@ Registry::Registry() {
   strict_ = env::or_warn(env::Var::strict, env::flag, std::optional<bool>()).value_or(false);
   std::vector<Op> ops;
   std::vector<std::string> unknown;
+  std::vector<std::string_view> names;
+  for (int op = 0; op < kNumOps; ++op) names.push_back(op_name(Op(op)));
   for (const auto& name : env::list(env::Var::force_reference)) {
-    const auto op = std::find(kOpNames.begin(), kOpNames.end(), name);
-    if (op == kOpNames.end()) unknown.push_back(name);
-    else ops.push_back(Op(op - kOpNames.begin()));
+    const auto op = std::find(names.begin(), names.end(), name);
+    if (op == names.end()) unknown.push_back(name);
+    else ops.push_back(Op(op - names.begin()));
   }
   if (!unknown.empty()) {
     env::warn_bad_value(env::Var::force_reference,
                         fmt::format("XHAL_FORCE_REFERENCE names no op '{}'; ops are: {}", fmt::join(unknown, "', '"),
-                                    fmt::join(kOpNames, ", ")));
+                                    fmt::join(names, ", ")));
   }
   set_force_reference(ops);
   set_disabled_kernels(env::list(env::Var::disable_kernels));
@@ -120,7 +107,7 @@ const char* Registry::refusal(const Impl& impl, const xhal_op_call& call, bool r
                               bool* refused_better) const {
   if (impl.disabled) return "disabled by XHAL_DISABLE_KERNELS";  // the user's choice: not a fallback
   if (reference_only && !impl.desc.is_reference) return "not the reference kernel (XHAL_FORCE_REFERENCE)";
-  if (const char* why = impl.desc.supports ? impl.desc.supports(&call) : nullptr) {
+  if (const char* why = impl.desc.supports ? impl.desc.supports(impl.desc.ctx, &call) : nullptr) {
     *refused_better = true;
     return why;
   }
@@ -220,7 +207,7 @@ void Registry::run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& ca
   xhal_status status = XHAL_OK;
   std::string thrown;
   try {
-    status = kernel.run(&call, message, sizeof message);
+    status = kernel.run(kernel.ctx, &call, message, sizeof message);
   } catch (const Error&) {
     throw;  // a kernel registered in-process through registry::register_kernel
   } catch (const std::exception& e) {

@@ -11,6 +11,42 @@
 #include "xhal/error.hpp"
 
 namespace xhal {
+namespace {
+
+// Device `index`'s properties through the plugin's queries; a property it cannot tell stays empty
+// (or 0), with a warning unless the plugin does not know the key.
+DeviceProperties query_properties(const LoadedPlugin& plugin, int index) {
+  DeviceProperties props;
+  const auto warn = [&](const char* key, xhal_status status, const PluginMessage& message) {
+    if (status != XHAL_ERR_UNSUPPORTED) {
+      log().warn("{}:{}: cannot read {}: {}", plugin.info.name, index, key, message.text);
+    }
+  };
+  const auto text = [&](xhal_query key, const char* name) {
+    char value[256] = "";
+    PluginMessage message;
+    const xhal_status status =
+        plugin_status<&xhal_plugin_api::query_text>(plugin.api, message, index, key, value, sizeof value);
+    value[sizeof value - 1] = '\0';
+    if (status != XHAL_OK) warn(name, status, message);
+    return status == XHAL_OK ? std::string(value) : std::string();
+  };
+  const auto integer = [&](xhal_query key, const char* name) {
+    int64_t value = 0;
+    PluginMessage message;
+    const xhal_status status = plugin_status<&xhal_plugin_api::query_int>(plugin.api, message, index, key, &value);
+    if (status != XHAL_OK) warn(name, status, message);
+    return status == XHAL_OK ? value : 0;
+  };
+  props.name = text(XHAL_QUERY_NAME, "its name");
+  props.arch = text(XHAL_QUERY_ARCH, "its arch");
+  props.total_memory = uint64_t(std::max<int64_t>(0, integer(XHAL_QUERY_TOTAL_MEMORY, "its memory size")));
+  props.compute_units = int(std::clamp<int64_t>(integer(XHAL_QUERY_COMPUTE_UNITS, "its compute units"), 0, INT32_MAX));
+  props.warp_size = int(std::clamp<int64_t>(integer(XHAL_QUERY_WARP_SIZE, "its warp size"), 0, INT32_MAX));
+  return props;
+}
+
+}  // namespace
 
 Runtime& Runtime::get() {
   // Never destroyed: plugins and tensors may outlive static destruction order.
@@ -42,7 +78,7 @@ BackendInfo Runtime::load(const std::string& path, PluginSource source) {
   if (plugin.info.loaded) {
     auto state = std::make_unique<BackendState>();
     char reason[512] = {};
-    int count = plugin.api.device_count(reason, sizeof reason);
+    int count = plugin.api.device_count(plugin.api.self, reason, sizeof reason);
     reason[sizeof reason - 1] = '\0';
     if (count < 0) {  // the contract says 0 and a reason; a negative count is the plugin's bug
       log().warn("plugin {}: device_count returned {}; taken as no devices", path, count);
@@ -50,11 +86,7 @@ BackendInfo Runtime::load(const std::string& path, PluginSource source) {
     }
     plugin.info.reason = count > 0 ? "" : (reason[0] ? reason : "no devices");
     for (int i = 0; i < count; ++i) {
-      xhal_device_props p{};
-      if (plugin.api.device_props(i, &p) != XHAL_OK) {
-        log().warn("{}:{}: cannot read properties: {}", plugin.info.name, i, plugin.api.last_error());
-      }
-      state->properties.push_back({p.name, p.arch, p.total_memory, p.compute_units, p.warp_size});
+      state->properties.push_back(query_properties(plugin, i));
       state->allocators.push_back(std::make_unique<CachingAllocator>(
           Device{plugin.type, i}, state->plugin.api, allocator_config_));
     }
@@ -116,11 +148,9 @@ std::vector<BackendInfo> Runtime::backends() const {
   return records_;
 }
 
-void check_plugin(const xhal_plugin_api& api, xhal_status status, const char* what) {
-  if (status != XHAL_OK) {
-    throw_status(status == XHAL_NOT_READY ? XHAL_ERR_INTERNAL : status,
-                 fmt::format("{} failed: {}", what, api.last_error()));
-  }
+void throw_plugin_failure(xhal_status status, std::string_view what, const PluginMessage& message) {
+  throw_status(status == XHAL_NOT_READY ? XHAL_ERR_INTERNAL : status,
+               fmt::format("{} failed: {}", what, message.text[0] ? message.text : "no message given"));
 }
 
 }  // namespace xhal

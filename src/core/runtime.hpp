@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/allocator.hpp"
+#include "core/plugin_call.hpp"
 #include "core/plugin_loader.hpp"
 #include "xhal/device.hpp"
 
@@ -48,8 +49,5 @@ class Runtime {
   std::array<std::atomic<const BackendState*>, kNumDeviceTypes> backends_{};
   AllocatorConfig allocator_config_;
 };
-
-// Throws Error(device_error) with the plugin's message when `status` is not OK.
-void check_plugin(const xhal_plugin_api& api, xhal_status status, const char* what);
 
 }  // namespace xhal

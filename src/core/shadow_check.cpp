@@ -17,7 +17,7 @@
 #include "core/env.hpp"
 #include "core/instrumentation.hpp"
 #include "core/logging.hpp"
-#include "core/op_slots.hpp"
+#include "core/op_table.hpp"
 #include "core/registry.hpp"
 #include "core/runtime.hpp"
 #include "xhal/device_manager.hpp"
@@ -182,8 +182,8 @@ void run_checked(const xhal_op_call& call, Device device, const std::function<vo
   const BackendState* cpu = Runtime::get().backend(DeviceType::cpu);
   dm.synchronize(device);  // the inputs' producers have finished
   std::array<std::optional<HostTensor>, XHAL_MAX_OP_TENSORS> expected;
-  for (int s = 0; s < XHAL_MAX_OP_TENSORS; ++s) {
-    if (call.t[s] != nullptr) expected[size_t(s)] = HostTensor::snapshot(*call.t[s]);
+  for (uint32_t s = 0; s < call.num_tensors; ++s) {
+    if (call.tensors[s] != nullptr) expected[s] = HostTensor::snapshot(*call.tensors[s]);
   }
 
   Registry::Ran ran;
@@ -193,12 +193,14 @@ void run_checked(const xhal_op_call& call, Device device, const std::function<vo
 
   dm.synchronize(device);
   xhal_op_call reference = call;
-  reference.device_index = 0;
+  reference.device = 0;
   reference.stream = nullptr;
   reference.host = &cpu->plugin.context->host;
-  for (int s = 0; s < XHAL_MAX_OP_TENSORS; ++s) {
-    if (expected[size_t(s)]) reference.t[s] = &expected[size_t(s)]->dl;
+  std::array<const DLTensor*, XHAL_MAX_OP_TENSORS> reference_tensors{};
+  for (uint32_t s = 0; s < call.num_tensors; ++s) {
+    if (expected[s]) reference_tensors[s] = &expected[s]->dl;
   }
+  reference.tensors = reference_tensors.data();
   Registry::Ran ref_ran;
   try {
     Registry::get().run_reference(DeviceType::cpu, reference, &ref_ran);
@@ -214,9 +216,9 @@ void run_checked(const xhal_op_call& call, Device device, const std::function<vo
   report.atol = ran.atol + ref_ran.atol;
   report.rtol = ran.rtol + ref_ran.rtol;
   for (const SlotInfo& s : op_slots(op)) {
-    if (!s.written() || call.t[s.slot] == nullptr) continue;
+    if (!s.written() || call.tensors[s.slot] == nullptr) continue;
     HostTensor got;
-    got.device_view = TensorView::from_dlpack(*call.t[s.slot]);
+    got.device_view = TensorView::from_dlpack(*call.tensors[s.slot]);
     got.fetch();
     compare_output(s.name, got, *expected[size_t(s.slot)], report);
   }

@@ -69,7 +69,7 @@ void copy(const TensorView& dst, const TensorView& src) {
   const bool src_host = src.device().type == DeviceType::cpu;
   if (dst_host && src_host) {  // the cpu plugin's copy, which spreads large copies over its threads
     const auto& api = Runtime::get().api(Device::cpu());
-    check_plugin(api, api.memcpy(0, dst.data(), src.data(), bytes, XHAL_COPY_DEVICE_TO_DEVICE, nullptr), "memcpy");
+    plugin_call<&xhal_plugin_api::mem_copy>(api, "memcpy", 0, dst.data(), src.data(), bytes, XHAL_COPY_DEVICE_TO_DEVICE, nullptr);
     return;
   }
   if (!dst_host && !src_host && !(dst.device() == src.device())) {
@@ -85,8 +85,8 @@ void copy(const TensorView& dst, const TensorView& src) {
   const xhal_copy_kind kind = dst_host ? XHAL_COPY_DEVICE_TO_HOST
                               : src_host ? XHAL_COPY_HOST_TO_DEVICE
                                          : XHAL_COPY_DEVICE_TO_DEVICE;
-  check_plugin(api, api.memcpy(device.index, dst.data(), src.data(), bytes, kind, nullptr), "memcpy");
-  check_plugin(api, api.device_synchronize(device.index), "device_synchronize");
+  plugin_call<&xhal_plugin_api::mem_copy>(api, "memcpy", device.index, dst.data(), src.data(), bytes, kind, nullptr);
+  plugin_call<&xhal_plugin_api::device_synchronize>(api, "device_synchronize", device.index);
 }
 
 }  // namespace xhal

@@ -18,7 +18,8 @@
 #include "core/instrumentation.hpp"
 #include "core/json_text.hpp"
 #include "core/logging.hpp"
-#include "core/op_slots.hpp"
+#include "core/op_table.hpp"
+#include "core/plugin_call.hpp"
 #include "core/runtime.hpp"
 #include "xhal/dtype.hpp"
 #include "xhal/error.hpp"
@@ -97,8 +98,8 @@ void resolve_pending(TraceFile& t, bool wait) {
 int64_t bytes_moved(const xhal_op_call& call) {
   int64_t bytes = 0;
   for (const SlotInfo& s : op_slots(Op(call.op))) {
-    if (call.t[s.slot] == nullptr) continue;
-    const auto size = int64_t(TensorView::from_dlpack(*call.t[s.slot]).nbytes());
+    if (call.tensors[s.slot] == nullptr) continue;
+    const auto size = int64_t(TensorView::from_dlpack(*call.tensors[s.slot]).nbytes());
     bytes += s.role == SlotRole::in_out ? 2 * size : size;
   }
   return bytes;
@@ -121,10 +122,12 @@ DeviceTiming::DeviceTiming(const xhal_op_call& call, Device device) {
   const xhal_plugin_api& api = Runtime::get().api(device);
   if (api.timed_event_create == nullptr || api.event_elapsed_ms == nullptr) return;
   api_ = &api;
-  device_ = call.device_index;
+  device_ = call.device;
   stream_ = call.stream;
-  if (api.timed_event_create(device_, &start_) != XHAL_OK || api.timed_event_create(device_, &end_) != XHAL_OK ||
-      api.event_record(device_, start_, stream_) != XHAL_OK) {
+  PluginMessage message;
+  if (plugin_status<&xhal_plugin_api::timed_event_create>(api, message, device_, &start_) != XHAL_OK ||
+      plugin_status<&xhal_plugin_api::timed_event_create>(api, message, device_, &end_) != XHAL_OK ||
+      plugin_status<&xhal_plugin_api::event_record>(api, message, device_, start_, stream_) != XHAL_OK) {
     release();  // no device time for this call; its host time is still traced
   }
 }
@@ -146,22 +149,31 @@ DeviceTiming& DeviceTiming::operator=(DeviceTiming&& other) noexcept {
 }
 
 void DeviceTiming::release() {
-  if (start_ != nullptr) api_->event_destroy(device_, start_);
-  if (end_ != nullptr) api_->event_destroy(device_, end_);
+  if (start_ != nullptr) plugin_call_unchecked<&xhal_plugin_api::event_destroy>(*api_, device_, start_);
+  if (end_ != nullptr) plugin_call_unchecked<&xhal_plugin_api::event_destroy>(*api_, device_, end_);
   start_ = end_ = nullptr;
 }
 
 void DeviceTiming::stop() {
-  if (end_ != nullptr && api_->event_record(device_, end_, stream_) != XHAL_OK) release();
+  PluginMessage message;
+  if (end_ != nullptr &&
+      plugin_status<&xhal_plugin_api::event_record>(*api_, message, device_, end_, stream_) != XHAL_OK) {
+    release();
+  }
 }
 
 xhal_status DeviceTiming::finished(bool wait) const {
-  return wait ? api_->event_synchronize(device_, end_) : api_->event_query(device_, end_);
+  PluginMessage message;
+  return wait ? plugin_status<&xhal_plugin_api::event_synchronize>(*api_, message, device_, end_)
+              : plugin_status<&xhal_plugin_api::event_query>(*api_, message, device_, end_);
 }
 
 std::optional<double> DeviceTiming::elapsed_us() const {
   float ms = 0;
-  if (api_->event_elapsed_ms(device_, start_, end_, &ms) != XHAL_OK) return std::nullopt;
+  PluginMessage message;
+  if (plugin_status<&xhal_plugin_api::event_elapsed_ms>(*api_, message, device_, start_, end_, &ms) != XHAL_OK) {
+    return std::nullopt;
+  }
   return double(ms) * 1e3;
 }
 

@@ -36,12 +36,13 @@ void attention(const TensorView& q, const TensorView& k, const TensorView& v, co
   check.apart("out", out, {{"q", &q}, {"k", &k}, {"v", &v}, {"lse", lse}});
   if (lse != nullptr) check.apart("lse", *lse, {{"q", &q}, {"k", &k}, {"v", &v}});
   OpCall call(Op::attention, q.dtype(), device, stream);
-  set_attention_params(check, call.params(), params, D);
-  call.set(XHAL_SLOT_Q, q);
-  call.set(XHAL_SLOT_K, k);
-  call.set(XHAL_SLOT_V, v);
-  call.set(XHAL_SLOT_OUT, out);
-  call.set(XHAL_SLOT_LSE, lse);
+  const xhal_attention_op_params op_params = attention_op_params(check, params, D);
+  call.set_params(op_params);
+  call.set(XHAL_ATTENTION_Q, q);
+  call.set(XHAL_ATTENTION_K, k);
+  call.set(XHAL_ATTENTION_V, v);
+  call.set(XHAL_ATTENTION_OUT, out);
+  call.set(XHAL_ATTENTION_LSE, lse);
   call.run();
 }
 
@@ -85,16 +86,17 @@ void attention_varlen(const TensorView& q, const TensorView& k, const TensorView
                 {{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_seqlens_q}, {"cu_seqlens_k", &cu_seqlens_k}});
   }
   OpCall call(Op::attention_varlen, q.dtype(), device, stream);
-  set_attention_params(check, call.params(), params, D);
-  call.params().max_seqlen_q = max_seqlen_q;
-  call.params().max_seqlen_k = max_seqlen_k;
-  call.set(XHAL_SLOT_Q, q);
-  call.set(XHAL_SLOT_K, k);
-  call.set(XHAL_SLOT_V, v);
-  call.set(XHAL_SLOT_OUT, out);
-  call.set(XHAL_SLOT_LSE, lse);
-  call.set(XHAL_SLOT_CU_SEQLENS_Q, cu_seqlens_q);
-  call.set(XHAL_SLOT_CU_SEQLENS_K, cu_seqlens_k);
+  xhal_attention_op_params op_params = attention_op_params(check, params, D);
+  op_params.max_seqlen_q = max_seqlen_q;
+  op_params.max_seqlen_k = max_seqlen_k;
+  call.set_params(op_params);
+  call.set(XHAL_ATTENTION_Q, q);
+  call.set(XHAL_ATTENTION_K, k);
+  call.set(XHAL_ATTENTION_V, v);
+  call.set(XHAL_ATTENTION_OUT, out);
+  call.set(XHAL_ATTENTION_LSE, lse);
+  call.set(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q);
+  call.set(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k);
   call.run();
 }
 

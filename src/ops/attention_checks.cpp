@@ -31,8 +31,8 @@ void check_head_ratio(const ArgChecks& check, int64_t Hq, int64_t Hkv) {
   }
 }
 
-void set_attention_params(const ArgChecks& check, xhal_op_params& out, const AttentionParams& params,
-                          int64_t head_dim) {
+xhal_attention_op_params attention_op_params(const ArgChecks& check, const AttentionParams& params,
+                                             int64_t head_dim) {
   if (!std::isfinite(params.scale)) {
     check.fail("params.scale", "a finite number (0 = 1/sqrt(head dim))", fmt::format("{}", params.scale));
   }
@@ -45,6 +45,8 @@ void set_attention_params(const ArgChecks& check, xhal_op_params& out, const Att
   if (!(params.softcap >= 0) || !std::isfinite(params.softcap)) {
     check.fail("params.softcap", "a finite number >= 0 (0 = off)", fmt::format("{}", params.softcap));
   }
+  xhal_attention_op_params out{};
+  out.struct_size = sizeof out;
   out.scale = params.scale != 0.0f || head_dim == 0
                   ? params.scale
                   : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
@@ -52,6 +54,7 @@ void set_attention_params(const ArgChecks& check, xhal_op_params& out, const Att
   out.window_left = params.window_left;
   out.window_right = params.window_right;
   out.softcap = params.softcap;
+  return out;
 }
 
 }  // namespace xhal::ops

@@ -15,8 +15,8 @@ void check_attention_out(const ArgChecks& check, const TensorView& out, const Te
                          int64_t value_dim);
 // Hq must be a multiple of Hkv (MQA/GQA), and Hkv > 0 when Hq > 0.
 void check_head_ratio(const ArgChecks& check, int64_t Hq, int64_t Hkv);
-// Validates `params` and writes them to the call, defaulting scale to 1/sqrt(head_dim).
-void set_attention_params(const ArgChecks& check, xhal_op_params& out, const AttentionParams& params,
-                          int64_t head_dim);
+// Validates `params` and gives the call's parameters, scale defaulted to 1/sqrt(head_dim).
+xhal_attention_op_params attention_op_params(const ArgChecks& check, const AttentionParams& params,
+                                             int64_t head_dim);
 
 }  // namespace xhal::ops

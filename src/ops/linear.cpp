@@ -29,10 +29,10 @@ void linear(const TensorView& x, const TensorView& w, const TensorView* bias, co
   }
   check.apart("out", out, {{"x", &x}, {"w", &w}, {"bias", bias}});
   OpCall call(Op::linear, x.dtype(), out.device(), stream);
-  call.set(XHAL_SLOT_LINEAR_X, x);
-  call.set(XHAL_SLOT_LINEAR_W, w);
-  call.set(XHAL_SLOT_BIAS, bias);
-  call.set(XHAL_SLOT_LINEAR_OUT, out);
+  call.set(XHAL_LINEAR_X, x);
+  call.set(XHAL_LINEAR_W, w);
+  call.set(XHAL_LINEAR_BIAS, bias);
+  call.set(XHAL_LINEAR_OUT, out);
   call.run();
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/op_table.hpp"
 #include "core/registry.hpp"
 #include "core/runtime.hpp"
 #include "core/instrumentation.hpp"
@@ -23,16 +24,19 @@ OpCall::OpCall(Op op, DType dtype, Device device, const Stream* stream) : device
                             "device), got one of {}",
                             op_name(op), device.str(), stream->device().str()));
   }
+  call_.struct_size = sizeof call_;
   call_.op = static_cast<xhal_op>(op);
   call_.dtype = static_cast<xhal_dtype>(dtype);
-  call_.device_index = device.index;
+  call_.device = device.index;
+  call_.num_tensors = op_num_tensors(op);
+  call_.tensors = tensor_pointers_.data();
   call_.stream = stream ? stream->native() : DeviceManager::instance().current_stream(device).native();
   call_.host = &backend->plugin.context->host;
 }
 
 void OpCall::set(int slot, const TensorView& view) {
   tensors_[size_t(slot)] = view.to_dlpack();
-  call_.t[slot] = &tensors_[size_t(slot)];
+  tensor_pointers_[size_t(slot)] = &tensors_[size_t(slot)];
 }
 
 void OpCall::run() {

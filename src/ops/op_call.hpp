@@ -19,13 +19,18 @@ class OpCall {
   void set(int slot, const TensorView* view) {
     if (view != nullptr) set(slot, *view);
   }
-  xhal_op_params& params() { return call_.params; }
+  // The op's parameter struct (op_table.h) with its struct_size set; it must outlive run().
+  template <class Params>
+  void set_params(const Params& params) {
+    call_.params = &params;
+  }
   void run();
 
  private:
   Device device_;
   xhal_op_call call_{};
   std::array<DLTensor, XHAL_MAX_OP_TENSORS> tensors_{};
+  std::array<const DLTensor*, XHAL_MAX_OP_TENSORS> tensor_pointers_{};
 };
 
 }  // namespace xhal::ops

@@ -34,13 +34,14 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
               {{"q", &q}, {"k_cache", &k_cache}, {"v_cache", &v_cache}, {"block_table", &block_table},
                {"seq_lens", &seq_lens}});
   OpCall call(Op::paged_attention, q.dtype(), device, stream);
-  set_attention_params(check, call.params(), params, D);
-  call.set(XHAL_SLOT_Q, q);
-  call.set(XHAL_SLOT_K, k_cache);
-  call.set(XHAL_SLOT_V, v_cache);
-  call.set(XHAL_SLOT_OUT, out);
-  call.set(XHAL_SLOT_BLOCK_TABLE, block_table);
-  call.set(XHAL_SLOT_SEQ_LENS, seq_lens);
+  const xhal_attention_op_params op_params = attention_op_params(check, params, D);
+  call.set_params(op_params);
+  call.set(XHAL_PAGED_ATTENTION_Q, q);
+  call.set(XHAL_PAGED_ATTENTION_K_CACHE, k_cache);
+  call.set(XHAL_PAGED_ATTENTION_V_CACHE, v_cache);
+  call.set(XHAL_PAGED_ATTENTION_OUT, out);
+  call.set(XHAL_PAGED_ATTENTION_BLOCK_TABLE, block_table);
+  call.set(XHAL_PAGED_ATTENTION_SEQ_LENS, seq_lens);
   call.run();
 }
 

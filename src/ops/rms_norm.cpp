@@ -34,10 +34,11 @@ void rms_norm(const TensorView& x, const TensorView& weight, float eps, const Te
   const ArgChecks check(Op::rms_norm);
   check_norm_args(check, x, weight, eps, out);
   OpCall call(Op::rms_norm, x.dtype(), out.device(), stream);
-  call.params().eps = eps;
-  call.set(XHAL_SLOT_X, x);
-  call.set(XHAL_SLOT_WEIGHT, weight);
-  call.set(XHAL_SLOT_NORM_OUT, out);
+  const xhal_norm_op_params op_params{sizeof op_params, eps};
+  call.set_params(op_params);
+  call.set(XHAL_RMS_NORM_X, x);
+  call.set(XHAL_RMS_NORM_WEIGHT, weight);
+  call.set(XHAL_RMS_NORM_OUT, out);
   call.run();
 }
 
@@ -52,11 +53,12 @@ void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const T
   check.apart("out", out, {{"residual", &residual}});
   check.apart("residual", residual, {{"x", &x}, {"weight", &weight}});
   OpCall call(Op::fused_add_rms_norm, x.dtype(), out.device(), stream);
-  call.params().eps = eps;
-  call.set(XHAL_SLOT_X, x);
-  call.set(XHAL_SLOT_WEIGHT, weight);
-  call.set(XHAL_SLOT_NORM_OUT, out);
-  call.set(XHAL_SLOT_RESIDUAL, residual);
+  const xhal_norm_op_params op_params{sizeof op_params, eps};
+  call.set_params(op_params);
+  call.set(XHAL_RMS_NORM_X, x);
+  call.set(XHAL_RMS_NORM_WEIGHT, weight);
+  call.set(XHAL_RMS_NORM_OUT, out);
+  call.set(XHAL_FUSED_ADD_RMS_NORM_RESIDUAL, residual);
   call.run();
 }
 

@@ -42,11 +42,12 @@ void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
   check.apart("q", q, {{"k", &k}, {"positions", &positions}, {"cos_sin_cache", &cos_sin_cache}});
   check.apart("k", k, {{"positions", &positions}, {"cos_sin_cache", &cos_sin_cache}});
   OpCall call(Op::rope, q.dtype(), device, stream);
-  call.params().rope_neox = style == RopeStyle::neox ? 1 : 0;
-  call.set(XHAL_SLOT_ROPE_Q, q);
-  call.set(XHAL_SLOT_ROPE_K, k);
-  call.set(XHAL_SLOT_POSITIONS, positions);
-  call.set(XHAL_SLOT_COS_SIN, cos_sin_cache);
+  const xhal_rope_op_params op_params{sizeof op_params, style == RopeStyle::neox ? XHAL_ROPE_NEOX : XHAL_ROPE_GPTJ};
+  call.set_params(op_params);
+  call.set(XHAL_ROPE_Q, q);
+  call.set(XHAL_ROPE_K, k);
+  call.set(XHAL_ROPE_POSITIONS, positions);
+  call.set(XHAL_ROPE_COS_SIN_CACHE, cos_sin_cache);
   call.run();
 }
 

@@ -22,9 +22,9 @@ void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out,
   check.apart_or_in_place("out", out, "gate", gate);
   check.apart_or_in_place("out", out, "up", up);
   OpCall call(Op::swiglu, gate.dtype(), out.device(), stream);
-  call.set(XHAL_SLOT_GATE, gate);
-  call.set(XHAL_SLOT_UP, up);
-  call.set(XHAL_SLOT_ACT_OUT, out);
+  call.set(XHAL_SWIGLU_GATE, gate);
+  call.set(XHAL_SWIGLU_UP, up);
+  call.set(XHAL_SWIGLU_OUT, out);
   call.run();
 }
 
@@ -42,8 +42,8 @@ void swiglu_packed(const TensorView& x, const TensorView& out, const Stream* str
   check.same_device("x", x, out.device(), "out");
   check.apart("out", out, {{"x", &x}});
   OpCall call(Op::swiglu_packed, x.dtype(), out.device(), stream);
-  call.set(XHAL_SLOT_GATE, x);
-  call.set(XHAL_SLOT_ACT_OUT, out);
+  call.set(XHAL_SWIGLU_PACKED_X, x);
+  call.set(XHAL_SWIGLU_PACKED_OUT, out);
   call.run();
 }
 

@@ -11,28 +11,27 @@ namespace {
 
 const xhal_host_api* g_host = nullptr;
 
-xhal_status device_fault(const xhal_op_call*, char* msg, size_t len) {
+xhal_status device_fault(void*, const xhal_op_call*, char* msg, size_t len) {
   std::snprintf(msg, len, "simulated device fault: illegal memory access at 0xdead0000");
   return XHAL_ERR_DEVICE;
 }
 
-xhal_status workspace_unavailable(const xhal_op_call* call, char* msg, size_t len) {
+xhal_status workspace_unavailable(void*, const xhal_op_call* call, char* msg, size_t len) {
   void* scratch = nullptr;
-  xhal_status got = g_host->scratch_alloc(g_host->ctx, call->device_index, 4096, call->stream, &scratch);
+  xhal_status got = g_host->scratch_alloc(g_host->ctx, call->device, 4096, call->stream, &scratch, msg, len);
   if (got != XHAL_OK) return got;
-  g_host->scratch_free(g_host->ctx, call->device_index, scratch);
+  g_host->scratch_free(g_host->ctx, call->device, scratch);
   std::snprintf(msg, len, "simulated: a 64 GiB workspace is not available");
   return XHAL_ERR_OUT_OF_MEMORY;
 }
 
-xhal_status silent_failure(const xhal_op_call*, char*, size_t) { return XHAL_ERR_INTERNAL; }
+xhal_status silent_failure(void*, const xhal_op_call*, char*, size_t) { return XHAL_ERR_INTERNAL; }
 
-xhal_status throws(const xhal_op_call*, char*, size_t) {
+xhal_status throws(void*, const xhal_op_call*, char*, size_t) {
   throw std::logic_error("simulated bug in a vendor kernel");
 }
 
-void add(const xhal_host_api* host, const char* name, xhal_op op,
-         xhal_status (*run)(const xhal_op_call*, char*, size_t)) {
+void add(const xhal_host_api* host, const char* name, xhal_op op, xhal_kernel_run_fn run) {
   register_f32_kernel(host, name, op, run, 0, 1);
 }
 

@@ -14,18 +14,18 @@ typedef struct {
   atomic_llong recorded_ns;
 } host_event;
 
-static xhal_status make_stream(int32_t device, void** stream) {
-  (void)device;
+static xhal_status make_stream(void* self, int32_t device, void** stream, char* msg, size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   *stream = malloc(1);
   return *stream ? XHAL_OK : XHAL_ERR_OUT_OF_MEMORY;
 }
-static xhal_status destroy_handle(int32_t device, void* handle) {
-  (void)device;
+static xhal_status destroy_handle(void* self, int32_t device, void* handle, char* msg, size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   free(handle);
   return XHAL_OK;
 }
-static xhal_status make_event(int32_t device, void** event) {
-  (void)device;
+static xhal_status make_event(void* self, int32_t device, void** event, char* msg, size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   host_event* e = malloc(sizeof *e);
   if (!e) return XHAL_ERR_OUT_OF_MEMORY;
   atomic_init(&e->pending_queries, 0);
@@ -33,8 +33,8 @@ static xhal_status make_event(int32_t device, void** event) {
   *event = e;
   return XHAL_OK;
 }
-static xhal_status record(int32_t device, void* event, void* stream) {
-  (void)device;
+static xhal_status record(void* self, int32_t device, void* event, void* stream, char* msg, size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   (void)stream;
   if (event) {
     struct timespec now;
@@ -44,13 +44,14 @@ static xhal_status record(int32_t device, void* event, void* stream) {
   }
   return XHAL_OK;
 }
-static xhal_status elapsed_ms(int32_t device, void* start, void* end, float* ms) {
-  (void)device;
+static xhal_status elapsed_ms(void* self, int32_t device, void* start, void* end, float* ms, char* msg,
+                              size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   *ms = (float)(atomic_load(&((host_event*)end)->recorded_ns) - atomic_load(&((host_event*)start)->recorded_ns)) / 1e6f;
   return XHAL_OK;
 }
-static xhal_status query(int32_t device, void* event) {
-  (void)device;
+static xhal_status query(void* self, int32_t device, void* event, char* msg, size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   if (!event) return XHAL_OK;
   host_event* e = event;
   int pending = atomic_load(&e->pending_queries);
@@ -58,27 +59,28 @@ static xhal_status query(int32_t device, void* event) {
   }
   return pending > 0 ? XHAL_NOT_READY : XHAL_OK;
 }
-static xhal_status wait_event(int32_t device, void* event) {
-  (void)device;
+static xhal_status wait_event(void* self, int32_t device, void* event, char* msg, size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   if (event) atomic_store(&((host_event*)event)->pending_queries, 0);
   return XHAL_OK;
 }
 
 /* rows of x[..., n] (contiguous, as the stress test passes them). */
-static xhal_status rms_norm(const xhal_op_call* call, char* msg, size_t len) {
+static xhal_status rms_norm(void* ctx, const xhal_op_call* call, char* msg, size_t len) {
+  (void)ctx;
   (void)msg;
   (void)len;
-  const DLTensor* x = call->t[XHAL_SLOT_X];
+  const DLTensor* x = call->tensors[XHAL_RMS_NORM_X];
   const float* in = x->data;
-  const float* w = call->t[XHAL_SLOT_WEIGHT]->data;
-  float* out = call->t[XHAL_SLOT_NORM_OUT]->data;
+  const float* w = call->tensors[XHAL_RMS_NORM_WEIGHT]->data;
+  float* out = call->tensors[XHAL_RMS_NORM_OUT]->data;
   const int64_t n = x->shape[x->ndim - 1];
   int64_t rows = 1;
   for (int i = 0; i < x->ndim - 1; ++i) rows *= x->shape[i];
   for (int64_t r = 0; r < rows; ++r) {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += (double)in[r * n + i] * in[r * n + i];
-    const float inv = (float)(1.0 / sqrt(sum / (double)n + call->params.eps));
+    const float inv = (float)(1.0 / sqrt(sum / (double)n + ((const xhal_norm_op_params*)call->params)->eps));
     for (int64_t i = 0; i < n; ++i) out[r * n + i] = in[r * n + i] * inv * w[i];
   }
   return XHAL_OK;

@@ -11,79 +11,94 @@
 
 #include "xhal/plugin.h"
 
-static int32_t hm_device_count(char* reason, size_t len) {
-  (void)reason;
-  (void)len;
+/* Every plugin of the zoo speaks this ABI unless it is there to speak another. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    uint32_t
+    xhal_plugin_abi_version(void) {
+  return XHAL_PLUGIN_ABI_VERSION;
+}
+
+static int32_t hm_device_count(void* self, char* reason, size_t len) {
+  (void)self, (void)reason, (void)len;
   return 1;
 }
-static xhal_status hm_device_props(int32_t device, xhal_device_props* props) {
-  (void)device;
-  memset(props, 0, sizeof *props);
-  strcpy(props->name, "host memory test device");
-  strcpy(props->arch, "test");
-  props->total_memory = (uint64_t)1 << 30;
-  props->compute_units = 1;
-  props->warp_size = 1;
-  return XHAL_OK;
+static xhal_status hm_query_int(void* self, int32_t device, xhal_query key, int64_t* value, char* msg,
+                                size_t len) {
+  (void)self, (void)device;
+  switch (key) {
+    case XHAL_QUERY_TOTAL_MEMORY: *value = (int64_t)1 << 30; return XHAL_OK;
+    case XHAL_QUERY_COMPUTE_UNITS:
+    case XHAL_QUERY_WARP_SIZE: *value = 1; return XHAL_OK;
+    default: snprintf(msg, len, "unknown key %d", (int)key); return XHAL_ERR_UNSUPPORTED;
+  }
 }
-static xhal_status hm_mem_get_info(int32_t device, size_t* free_bytes, size_t* total_bytes) {
-  (void)device;
+static xhal_status hm_query_text(void* self, int32_t device, xhal_query key, char* value, size_t value_len,
+                                 char* msg, size_t len) {
+  (void)self, (void)device;
+  switch (key) {
+    case XHAL_QUERY_NAME: snprintf(value, value_len, "host memory test device"); return XHAL_OK;
+    case XHAL_QUERY_ARCH: snprintf(value, value_len, "test"); return XHAL_OK;
+    default: snprintf(msg, len, "unknown key %d", (int)key); return XHAL_ERR_UNSUPPORTED;
+  }
+}
+static xhal_status hm_mem_info(void* self, int32_t device, size_t* free_bytes, size_t* total_bytes, char* msg,
+                               size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   *free_bytes = *total_bytes = (size_t)1 << 30;
   return XHAL_OK;
 }
-static xhal_status hm_malloc(int32_t device, size_t bytes, void** ptr) {
-  (void)device;
+static xhal_status hm_alloc(void* self, int32_t device, size_t bytes, void** ptr, char* msg, size_t len) {
+  (void)self, (void)device;
   *ptr = malloc(bytes ? bytes : 1);
+  if (*ptr == NULL) snprintf(msg, len, "malloc(%zu) returned NULL", bytes);
   return *ptr ? XHAL_OK : XHAL_ERR_OUT_OF_MEMORY;
 }
-static xhal_status hm_free(int32_t device, void* ptr) {
-  (void)device;
+static xhal_status hm_release(void* self, int32_t device, void* ptr, char* msg, size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   free(ptr);
   return XHAL_OK;
 }
-static xhal_status hm_memcpy(int32_t device, void* dst, const void* src, size_t bytes,
-                             xhal_copy_kind kind, void* stream) {
-  (void)device;
-  (void)kind;
-  (void)stream;
+static xhal_status hm_copy(void* self, int32_t device, void* dst, const void* src, size_t bytes,
+                           xhal_copy_kind kind, void* stream, char* msg, size_t len) {
+  (void)self, (void)device, (void)kind, (void)stream, (void)msg, (void)len;
   memmove(dst, src, bytes);
   return XHAL_OK;
 }
-static xhal_status hm_make_null(int32_t device, void** handle) {
-  (void)device;
+static xhal_status hm_make_null(void* self, int32_t device, void** handle, char* msg, size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   *handle = NULL;
   return XHAL_OK;
 }
-static xhal_status hm_on_handle(int32_t device, void* handle) {
-  (void)device;
-  (void)handle;
+static xhal_status hm_on_handle(void* self, int32_t device, void* handle, char* msg, size_t len) {
+  (void)self, (void)device, (void)handle, (void)msg, (void)len;
   return XHAL_OK;
 }
-static xhal_status hm_on_device(int32_t device) {
-  (void)device;
+static xhal_status hm_on_device(void* self, int32_t device, char* msg, size_t len) {
+  (void)self, (void)device, (void)msg, (void)len;
   return XHAL_OK;
 }
-static xhal_status hm_on_two(int32_t device, void* a, void* b) {
-  (void)device;
-  (void)a;
-  (void)b;
+static xhal_status hm_on_two(void* self, int32_t device, void* a, void* b, char* msg, size_t len) {
+  (void)self, (void)device, (void)a, (void)b, (void)msg, (void)len;
   return XHAL_OK;
 }
-static const char* hm_last_error(void) { return "host memory test device: no error recorded"; }
 
 static void fill_host_memory_device(xhal_plugin_api* api, const char* backend, const char* version) {
-  memset(api, 0, api->struct_size < sizeof *api ? api->struct_size : sizeof *api);
+  const uint32_t size = api->struct_size;
+  memset(api, 0, size < sizeof *api ? size : sizeof *api);
+  api->struct_size = size;
   api->abi_version = XHAL_PLUGIN_ABI_VERSION;
-  api->struct_size = sizeof *api;
   api->backend = backend;
   api->version = version;
   api->dlpack_device_type = kDLCPU;
   api->device_count = hm_device_count;
-  api->device_props = hm_device_props;
-  api->mem_get_info = hm_mem_get_info;
-  api->malloc = hm_malloc;
-  api->free = hm_free;
-  api->memcpy = hm_memcpy;
+  api->query_int = hm_query_int;
+  api->query_text = hm_query_text;
+  api->mem_info = hm_mem_info;
+  api->mem_alloc = hm_alloc;
+  api->mem_release = hm_release;
+  api->mem_copy = hm_copy;
   api->stream_create = hm_make_null;
   api->stream_destroy = hm_on_handle;
   api->stream_synchronize = hm_on_handle;
@@ -94,18 +109,17 @@ static void fill_host_memory_device(xhal_plugin_api* api, const char* backend, c
   api->event_query = hm_on_handle;
   api->event_synchronize = hm_on_handle;
   api->stream_wait_event = hm_on_two;
-  api->last_error = hm_last_error;
 }
 
-static xhal_status never_run(const xhal_op_call* call, char* msg, size_t len) {
-  (void)call;
+static xhal_status never_run(void* ctx, const xhal_op_call* call, char* msg, size_t len) {
+  (void)ctx, (void)call;
   snprintf(msg, len, "this kernel must never run");
   return XHAL_ERR_INTERNAL;
 }
 
 /* Registers an f32 kernel; a reference kernel gets a tight accuracy class. */
 static void register_f32_kernel(const xhal_host_api* host, const char* name, xhal_op op,
-                                xhal_status (*run)(const xhal_op_call*, char*, size_t),
+                                xhal_kernel_run_fn run,
                                 int32_t priority, int32_t is_reference) {
   xhal_kernel_desc desc;
   memset(&desc, 0, sizeof desc);
@@ -117,7 +131,10 @@ static void register_f32_kernel(const xhal_host_api* host, const char* name, xha
   desc.is_reference = is_reference;
   desc.rtol = desc.atol = 1e-5;
   desc.run = run;
-  host->register_kernel(host->ctx, &desc);
+  char message[256];
+  if (host->register_kernel(host->ctx, &desc, message, sizeof message) != XHAL_OK) {
+    host->log(host->ctx, XHAL_LOG_ERROR, message);
+  }
 }
 
 /* Registers an f32 rms_norm kernel named `name` that would win every dispatch if it were kept. */
