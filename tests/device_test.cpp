@@ -31,5 +31,15 @@ TEST(Device, ParsesNamesAndAliases) {
   }
 }
 
+TEST(Device, UnknownNameListsTheInstalledBackends) {
+  try {
+    Device::parse("ascend:0");
+    ADD_FAILURE() << "ascend:0 parsed without an npu plugin";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("installed backends: cpu"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("npu (ascend"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace xhal

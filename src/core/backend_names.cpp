@@ -2,79 +2,112 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
-#include <string>
+#include <atomic>
+#include <mutex>
+#include <vector>
 
 #include <fmt/format.h>
+
+#include "core/env.hpp"
 
 namespace xhal::backend_names {
 namespace {
 
 struct Alias {
-  std::string_view name;
-  DeviceType type;
+  std::string_view alias;
+  std::string_view backend;
 };
 
+// Other names users and vendors give the accelerators; the backend is the plugin's <name>.
 constexpr std::array kAliases{
-    Alias{"cpu", DeviceType::cpu},     Alias{"cuda", DeviceType::cuda},
-    Alias{"nvidia", DeviceType::cuda}, Alias{"hip", DeviceType::hip},
-    Alias{"amd", DeviceType::hip},     Alias{"rocm", DeviceType::hip},
-    Alias{"hygon", DeviceType::hip},   Alias{"dcu", DeviceType::hip},
-    Alias{"ze", DeviceType::ze},       Alias{"intel", DeviceType::ze},
-    Alias{"level_zero", DeviceType::ze},
+    Alias{"nvidia", "cuda"},      Alias{"amd", "hip"},       Alias{"rocm", "hip"},
+    Alias{"hygon", "hip"},        Alias{"dcu", "hip"},       Alias{"intel", "ze"},
+    Alias{"level_zero", "ze"},    Alias{"ascend", "npu"},    Alias{"huawei", "npu"},
+    Alias{"cambricon", "mlu"},    Alias{"moore_threads", "musa"}, Alias{"kunlun", "xpu"},
+    Alias{"kunlunxin", "xpu"},
 };
 
-constexpr std::array<std::string_view, 6> kWithoutPlugin{"ascend", "npu", "mlu", "cambricon",
-                                                          "musa", "metal"};
+// The backends that have names in the alias table, in the order known_list() shows them.
+constexpr std::array<std::string_view, 8> kTableBackends{"cpu", "cuda", "hip", "ze", "npu", "mlu", "musa", "xpu"};
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
+constexpr size_t kMaxNameLength = 32;
+
+// Codes 0-3 are fixed; the others are handed out once and never change, so readers need no lock.
+struct Names {
+  std::array<std::array<char, kMaxNameLength + 1>, kMaxBackends> names{};
+  std::atomic<int> count{0};
+  std::mutex mutex;  // taken to hand out a code
+  Names() {
+    for (std::string_view fixed : {"cpu", "cuda", "hip", "ze"}) {
+      std::copy(fixed.begin(), fixed.end(), names[size_t(count.load())].begin());
+      count.fetch_add(1);
+    }
+  }
+};
+
+Names& names() {
+  static Names* all = new Names();  // never destroyed: device names outlive static destruction
+  return *all;
 }
 
 }  // namespace
 
-std::optional<DeviceType> lookup(std::string_view name) {
-  const std::string key = lower(name);
+bool is_valid_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNameLength || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+std::string canonical(std::string_view name) {
+  const std::string key = env::lower(name);
   for (const Alias& a : kAliases) {
-    if (a.name == key) return a.type;
+    if (a.alias == key) return std::string(a.backend);
+  }
+  return key;
+}
+
+std::optional<DeviceType> lookup(std::string_view name) {
+  const std::string key = canonical(name);
+  Names& all = names();
+  const int count = all.count.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) {
+    if (key == all.names[size_t(i)].data()) return DeviceType(i);
   }
   return std::nullopt;
 }
 
-bool is_known_without_plugin(std::string_view name) {
-  const std::string key = lower(name);
-  return std::find(kWithoutPlugin.begin(), kWithoutPlugin.end(), key) != kWithoutPlugin.end();
+std::optional<DeviceType> register_name(std::string_view name) {
+  if (!is_valid_name(name) || canonical(name) != name) return std::nullopt;  // aliases are not backends
+  Names& all = names();
+  std::lock_guard lock(all.mutex);
+  if (auto known = lookup(name); known && name_of(*known) == name) return known;
+  const int code = all.count.load();
+  if (code >= kMaxBackends) return std::nullopt;
+  std::copy(name.begin(), name.end(), all.names[size_t(code)].begin());
+  all.count.store(code + 1, std::memory_order_release);
+  return DeviceType(code);
 }
 
-bool is_backend(std::string_view name) {
-  for (int t = 0; t < kNumDeviceTypes; ++t) {
-    if (device_type_name(static_cast<DeviceType>(t)) == name) return true;
-  }
-  return false;
-}
-
-std::string backend_list() {
-  std::string out;
-  for (int t = 0; t < kNumDeviceTypes; ++t) {
-    out += fmt::format("{}{}", out.empty() ? "" : ", ", device_type_name(static_cast<DeviceType>(t)));
-  }
-  return out;
+std::string_view name_of(DeviceType type) {
+  const Names& all = names();
+  if (int(type) >= all.count.load(std::memory_order_acquire)) return "";
+  return all.names[size_t(type)].data();
 }
 
 std::string known_list() {
+  std::vector<std::string_view> backends(kTableBackends.begin(), kTableBackends.end());
+  Names& all = names();
+  for (int i = 0; i < all.count.load(std::memory_order_acquire); ++i) {
+    const std::string_view name = all.names[size_t(i)].data();
+    if (std::find(backends.begin(), backends.end(), name) == backends.end()) backends.push_back(name);
+  }
   std::string out = "auto";
-  for (int t = 0; t < kNumDeviceTypes; ++t) {
-    const auto type = static_cast<DeviceType>(t);
+  for (std::string_view backend : backends) {
     std::string aliases;
     for (const Alias& a : kAliases) {
-      if (a.type == type && a.name != device_type_name(type)) {
-        aliases += aliases.empty() ? "" : ", ";
-        aliases += a.name;
-      }
+      if (a.backend == backend) aliases += fmt::format("{}{}", aliases.empty() ? "" : ", ", a.alias);
     }
-    out += fmt::format(", {}", device_type_name(type));
+    out += fmt::format(", {}", backend);
     if (!aliases.empty()) out += fmt::format(" ({})", aliases);
   }
   return out;

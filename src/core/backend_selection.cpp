@@ -34,8 +34,11 @@ std::string unavailable_reason(DeviceType type, bool detailed) {
 DefaultDeviceChoice choose_default_device() {
   const std::string requested = env::value(env::Var::backend_type).value_or("auto");
   if (env::lower(requested) == "auto") {
+    // The accelerators in code order: cuda, hip, ze, then other plugins in the order they loaded.
     std::string skipped;
-    for (DeviceType type : {DeviceType::cuda, DeviceType::hip, DeviceType::ze}) {
+    for (int code = 1; code < kMaxBackends; ++code) {
+      const auto type = DeviceType(code);
+      if (backend_names::name_of(type).empty()) break;
       std::string why = unavailable_reason(type, false);
       if (why.empty()) {
         return {{type, 0}, fmt::format("BACKEND_TYPE=auto picked {}:0, the first accelerator with "
@@ -46,17 +49,26 @@ DefaultDeviceChoice choose_default_device() {
     }
     return {Device::cpu(), fmt::format("BACKEND_TYPE=auto picked cpu: no accelerator ({})", skipped)};
   }
-  auto type = backend_names::lookup(requested);
-  if (!type) {
-    if (backend_names::is_known_without_plugin(requested)) {
-      throw Error(Errc::backend_unavailable,
-                  fmt::format("BACKEND_TYPE={}: this build of xhal has no backend for '{}'; "
-                              "known: {}",
-                              requested, requested, backend_names::known_list()));
-    }
+  const std::string backend = backend_names::canonical(requested);
+  if (!backend_names::is_valid_name(backend)) {
     throw Error(Errc::invalid_argument,
-                fmt::format("BACKEND_TYPE={}: unknown backend; known: {}", requested,
-                            backend_names::known_list()));
+                fmt::format("BACKEND_TYPE={}: not a backend name ([a-z][a-z0-9_]{{0,31}}); installed: {}; "
+                            "known: {}",
+                            requested, Runtime::get().installed_list(), backend_names::known_list()));
+  }
+  const auto type = backend_names::lookup(backend);
+  if (!type) {
+    for (const auto& record : Runtime::get().backends()) {
+      if (record.name == backend) {
+        throw Error(Errc::backend_unavailable, fmt::format("BACKEND_TYPE={}: the {} plugin ({}) failed to load: {}",
+                                                           requested, backend, record.path, record.reason));
+      }
+    }
+    throw Error(Errc::backend_unavailable,
+                fmt::format("BACKEND_TYPE={}: no plugin for backend '{}' is installed (libxhal_{}.so; searched: "
+                            "{}); installed: {}; known: {}",
+                            requested, backend, backend, fmt::join(plugin_search_dirs(), ", "),
+                            Runtime::get().installed_list(), backend_names::known_list()));
   }
   if (std::string why = unavailable_reason(*type, true); !why.empty()) {
     throw Error(Errc::backend_unavailable, fmt::format("BACKEND_TYPE={}: {}", requested, why));

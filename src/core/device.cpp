@@ -5,18 +5,14 @@
 #include <fmt/format.h>
 
 #include "core/backend_names.hpp"
+#include "core/runtime.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {
 
 std::string_view device_type_name(DeviceType type) {
-  switch (type) {
-    case DeviceType::cpu: return "cpu";
-    case DeviceType::cuda: return "cuda";
-    case DeviceType::hip: return "hip";
-    case DeviceType::ze: return "ze";
-  }
-  return "unknown";
+  const std::string_view name = backend_names::name_of(type);
+  return name.empty() ? "unknown" : name;
 }
 
 Device Device::parse(std::string_view text) {
@@ -32,11 +28,15 @@ Device Device::parse(std::string_view text) {
     }
   }
   auto type = backend_names::lookup(name);
+  if (!type && backend_names::is_valid_name(backend_names::canonical(name))) {
+    Runtime::get();  // a backend beyond the fixed four has its name once its plugin has loaded
+    type = backend_names::lookup(name);
+  }
   if (!type) {
     throw Error(Errc::invalid_argument,
-                fmt::format("device '{}': unknown device type '{}'; expected one of {} with an "
-                            "optional ':<index>'",
-                            text, name, backend_names::known_list()));
+                fmt::format("device '{}': unknown device type '{}'; installed backends: {}; known names: {} "
+                            "(each with an optional ':<index>')",
+                            text, name, Runtime::get().installed_list(), backend_names::known_list()));
   }
   return {*type, index};
 }

@@ -31,7 +31,7 @@ std::vector<BackendInfo> DeviceManager::backends() const { return Runtime::get()
 
 std::vector<Device> DeviceManager::devices() const {
   std::vector<Device> out;
-  for (int t = 0; t < kNumDeviceTypes; ++t) {
+  for (int t = 0; t < kMaxBackends; ++t) {
     if (const BackendState* state = Runtime::get().backend(DeviceType(t))) {
       for (size_t i = 0; i < state->properties.size(); ++i) out.push_back({DeviceType(t), int(i)});
     }

@@ -173,10 +173,14 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
   };
 
   // Checked before dlopen, which runs the library's constructors.
-  if (source == PluginSource::search_path && !backend_names::is_backend(name)) {
-    return fail(fmt::format("not opened: '{}' is not a known backend ({}); DeviceManager::load_plugin loads a "
-                            "plugin of another name",
-                            name, backend_names::backend_list()));
+  if (source == PluginSource::search_path && !backend_names::is_valid_name(name)) {
+    return fail(fmt::format("not opened: '{}' is not a backend name ([a-z][a-z0-9_]{{0,31}}); "
+                            "DeviceManager::load_plugin loads a plugin of another file name",
+                            name));
+  }
+  if (source == PluginSource::search_path && backend_names::canonical(name) != name) {
+    return fail(fmt::format("not opened: '{}' is another name of the {} backend; its plugin is libxhal_{}.so",
+                            name, backend_names::canonical(name), backend_names::canonical(name)));
   }
   if (std::string why = writable_reason(path); !why.empty()) return fail(std::move(why));
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -222,7 +226,7 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
     return fail(fmt::format("initialisation failed: {}", reason[0] ? reason : "no reason given"));
   }
   if (plugin.api.abi_version != XHAL_PLUGIN_ABI_VERSION) {
-    return fail(fmt::format("ABI version mismatch: plugin has {}, this xhal needs {}",
+    return fail(fmt::format("its table says ABI version {} but xhal_plugin_abi_version() said {}",
                             plugin.api.abi_version, XHAL_PLUGIN_ABI_VERSION));
   }
   if (const char* missing = missing_member(plugin.api)) {
@@ -232,13 +236,24 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
     std::memset(reinterpret_cast<char*>(&plugin.api) + plugin.api.struct_size, 0,
                 sizeof(xhal_plugin_api) - plugin.api.struct_size);
   }
-  auto type = backend_names::lookup(plugin.api.backend);
-  if (!type || device_type_name(*type) != plugin.api.backend) {
-    return fail(fmt::format("names unknown backend '{}'; expected cpu, cuda, hip or ze",
-                            plugin.api.backend));
+  const std::string backend = plugin.api.backend;
+  if (!backend_names::is_valid_name(backend) || backend_names::canonical(backend) != backend) {
+    return fail(fmt::format("names backend '{}', which is not a backend name ([a-z][a-z0-9_]{{0,31}}, not an "
+                            "alias such as nvidia)",
+                            backend));
+  }
+  if (source == PluginSource::search_path && backend != name) {
+    return fail(fmt::format("names backend '{}' but its file is libxhal_{}.so; the search path takes a "
+                            "backend only from the file of its name",
+                            backend, name));
+  }
+  const auto type = backend_names::register_name(backend);
+  if (!type) {
+    return fail(fmt::format("backend '{}' cannot be added: this process already has {} backends", backend,
+                            kMaxBackends));
   }
   plugin.type = *type;
-  plugin.info.name = plugin.api.backend;
+  plugin.info.name = backend;
   plugin.info.version = plugin.api.version ? plugin.api.version : "";
   plugin.info.loaded = true;
   plugin.context->type = *type;

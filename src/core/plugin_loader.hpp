@@ -37,7 +37,8 @@ std::vector<std::string> plugin_search_dirs();
 std::vector<std::string> find_plugin_files();
 
 enum class PluginSource {
-  search_path,  // found in the search path: opened only when <name> is a known backend
+  search_path,  // found in the search path: opened only when <name> is a backend name, which the
+                // plugin must then register
   explicit_path,  // named by DeviceManager::load_plugin
 };
 // Opens and initialises one plugin; kernels are committed to the registry only on success. A file

@@ -43,7 +43,7 @@ Registry::Registry() {
 }
 
 size_t Registry::slot(Op op, DeviceType backend, DType dtype) {
-  return (static_cast<size_t>(op) * kNumDeviceTypes + static_cast<size_t>(backend)) * kNumDTypes +
+  return (static_cast<size_t>(op) * kMaxBackends + static_cast<size_t>(backend)) * kNumDTypes +
          static_cast<size_t>(dtype);
 }
 
@@ -79,7 +79,7 @@ std::vector<registry::KernelInfo> Registry::list() const {
     for (const auto& impl : list) {
       const auto& d = impl->desc;
       size_t index = &list - table_.data();
-      auto backend = DeviceType(index / kNumDTypes % kNumDeviceTypes);
+      auto backend = DeviceType(index / kNumDTypes % kMaxBackends);
       out.push_back({Op(d.op), backend, DType(d.dtype), impl->name, d.priority,
                      d.is_reference != 0, d.rtol, d.atol});
     }

@@ -108,6 +108,14 @@ const BackendState* Runtime::backend(DeviceType type) const {
   return backends_[size_t(type)].load(std::memory_order_acquire);
 }
 
+std::optional<DeviceType> Runtime::backend_for_dlpack(int32_t dl_type) const {
+  for (int code = int(DeviceType::ze) + 1; code < kMaxBackends; ++code) {
+    const BackendState* state = backend(DeviceType(code));
+    if (state != nullptr && state->plugin.api.dlpack_device_type == dl_type) return DeviceType(code);
+  }
+  return std::nullopt;
+}
+
 const BackendState& Runtime::require(Device device) const {
   const BackendState* state = backend(device.type);
   if (state == nullptr) {
@@ -141,6 +149,14 @@ CachingAllocator& Runtime::allocator(Device device) const {
 void Runtime::add_record(const BackendInfo& info) {
   std::lock_guard lock(records_mutex_);
   records_.push_back(info);
+}
+
+std::string Runtime::installed_list() const {
+  std::string out;
+  for (const BackendInfo& record : backends()) {
+    if (record.loaded) out += fmt::format("{}{}", out.empty() ? "" : ", ", record.name);
+  }
+  return out.empty() ? "none" : out;
 }
 
 std::vector<BackendInfo> Runtime::backends() const {

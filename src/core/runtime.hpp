@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,17 @@ class Runtime {
 
   // The loaded backend of `type`, or NULL.
   const BackendState* backend(DeviceType type) const;
+  // The loaded backend, other than cpu/cuda/hip/ze, whose plugin declared DLPack device type
+  // `dl_type`; the first loaded when several did.
+  std::optional<DeviceType> backend_for_dlpack(int32_t dl_type) const;
   // The backend owning `device`; throws Error(backend_unavailable) naming what exists.
   const BackendState& require(Device device) const;
   const xhal_plugin_api& api(Device device) const { return require(device).plugin.api; }
   CachingAllocator& allocator(Device device) const;
 
   std::vector<BackendInfo> backends() const;
+  // "cpu, cuda": the backends whose plugins loaded, in load order ("none" when none did).
+  std::string installed_list() const;
   BackendInfo load(const std::string& path, PluginSource source);
 
  private:
@@ -46,7 +52,7 @@ class Runtime {
   std::vector<BackendInfo> records_;
   std::vector<std::unique_ptr<BackendState>> owned_;
   // Published once a backend is complete and never changed after: op calls read it without a lock.
-  std::array<std::atomic<const BackendState*>, kNumDeviceTypes> backends_{};
+  std::array<std::atomic<const BackendState*>, kMaxBackends> backends_{};
   AllocatorConfig allocator_config_;
 };
 

@@ -6,18 +6,21 @@
 
 #include <fmt/format.h>
 
+#include "core/runtime.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {
 namespace {
 
+// The four fixed backends have DLPack's own codes; any other backend's plugin declares the code
+// of its memory (kDLExtDev or the vendor's).
 std::optional<DeviceType> device_type_from_dlpack(int32_t type) {
   switch (type) {
     case kDLCPU: return DeviceType::cpu;
     case kDLCUDA: return DeviceType::cuda;
     case kDLROCM: return DeviceType::hip;
     case 14: return DeviceType::ze;  // kDLOneAPI (DLPack >= 0.7)
-    default: return std::nullopt;
+    default: return Runtime::get().backend_for_dlpack(type);
   }
 }
 
@@ -28,7 +31,8 @@ int32_t device_type_to_dlpack(DeviceType type) {
     case DeviceType::hip: return kDLROCM;
     case DeviceType::ze: return 14;
   }
-  return kDLCPU;
+  const BackendState* backend = Runtime::get().backend(type);
+  return backend != nullptr ? backend->plugin.api.dlpack_device_type : int32_t(kDLExtDev);
 }
 
 }  // namespace
