@@ -4,7 +4,8 @@
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
-# trace, memcheck, bench, linear, comm, peers, cpu (the CPU backend's SIMD kernels and xhal-bench's
+# trace, memcheck, bench, before_after (with GPU_BEFORE_SRC, an unpacked older source tree:
+# tools/gpu-before-after.sh), linear, comm, peers, cpu (the CPU backend's SIMD kernels and xhal-bench's
 # read_bound cases, when tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along;
 # CPU_BEFORE_AFTER=N adds N rounds of tools/cpu-before-after.sh; CPU_AB_PLUGIN=DIR adds
 # CPU_AB_ROUNDS (2) rounds of xhal-bench with CPU_BENCH_FILTER, a cpu plugin in DIR (libxhal_cpu.so
@@ -23,7 +24,7 @@ quick=""
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
-stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,trace,memcheck,bench,linear,comm,peers,cpu,cpu_peers},"
+stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,trace,memcheck,bench,before_after,linear,comm,peers,cpu,cpu_peers},"
 want() { [[ $stages == *",$1,"* ]]; }
 
 # DLPack's header: Debian's package where present, else a copy shipped in a Python package.
@@ -51,8 +52,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 build=build-gpu
 if ! [[ $stages =~ ^,(cpu,|cpu_peers,)+$ ]]; then
   start=$(date +%s)
-  if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=ON \
-       -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root} >"$out/configure.log" 2>&1 &&
+  export XHAL_GPU_CMAKE_ARGS="-DXHAL_WITH_CUDA=ON -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root}"
+  # shellcheck disable=SC2086
+  if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $XHAL_GPU_CMAKE_ARGS >"$out/configure.log" 2>&1 &&
      cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1; then
     note "build: ok in $(( $(date +%s) - start )) s (dlpack from ${dlpack:-?})"
   else
@@ -142,6 +144,10 @@ if want bench; then
   grep -E "^attention" "$out/bench-mma.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 6
 fi
 
+if want before_after && [ -n "${GPU_BEFORE_SRC:-}" ]; then
+  tools/gpu-before-after.sh "$GPU_BEFORE_SRC" "$out" "${GPU_BEFORE_ROUNDS:-3}" | tee "$out/before-after.txt"
+  note "before/after: $(grep -c '%$' "$out/before-after.txt") cases, see before-after.txt"
+fi
 
 # The CPU backend with its SIMD and BLAS kernels on this machine's CPU, when Highway and OpenBLAS
 # were carried in (tools/stage-cpu-deps.sh; the image has neither): conformance on every CPU path
