@@ -143,17 +143,28 @@ registry::Explanation Registry::explain_choice(DeviceType backend, const xhal_op
   if (!taken) {
     std::string tried;
     for (const auto& c : ex.candidates) tried += fmt::format("; {} ({})", c.kernel, c.reason);
-    // Name what exists for this op on this backend.
-    std::vector<std::string_view> dtypes;
+    // Name what exists for this op on this backend, or, when it has none, the ops it has.
+    std::vector<std::string_view> dtypes, ops;
     for (int d = 0; d < kNumDTypes; ++d) {
       if (!table_[slot(op, backend, DType(d))].empty()) dtypes.push_back(dtype_name(DType(d)));
     }
-    ex.error = fmt::format(
-        "xhal::ops::{}: no {} kernel supports this call with dtype {}{}; {} has kernels for "
-        "dtypes [{}]",
-        op_name(op), device_type_name(backend), dtype_name(DType(call.dtype)),
-        tried.empty() ? "" : ": tried" + tried.substr(1), device_type_name(backend),
-        fmt::join(dtypes, ", "));
+    for (int o = 0; o < kNumOps; ++o) {
+      for (int d = 0; d < kNumDTypes; ++d) {
+        if (!table_[slot(Op(o), backend, DType(d))].empty()) {
+          ops.push_back(op_name(Op(o)));
+          break;
+        }
+      }
+    }
+    const std::string_view name = device_type_name(backend);
+    ex.error = dtypes.empty()
+                   ? fmt::format("xhal::ops::{}: unsupported on {}: it has no {} kernel; its ops: [{}]",
+                                 op_name(op), name, op_name(op), fmt::join(ops, ", "))
+                   : fmt::format("xhal::ops::{}: unsupported on {}: no kernel supports this call with dtype "
+                                 "{}{}; {} has {} kernels for dtypes [{}]",
+                                 op_name(op), name, dtype_name(DType(call.dtype)),
+                                 tried.empty() ? "" : ": tried" + tried.substr(1), name, op_name(op),
+                                 fmt::join(dtypes, ", "));
   }
   return ex;
 }

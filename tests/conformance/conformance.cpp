@@ -30,11 +30,17 @@ std::string param_name(const ::testing::TestParamInfo<Conformance::ParamType>& i
                      dtype_name(std::get<1>(info.param)));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, Conformance,
-    ::testing::Combine(::testing::Values(DeviceType::cpu, DeviceType::cuda, DeviceType::hip,
-                                         DeviceType::ze),
-                       ::testing::Values(DType::f32, DType::f16, DType::bf16)),
-    param_name);
+namespace {
+std::vector<DeviceType> g_backends{DeviceType::cpu, DeviceType::cuda, DeviceType::hip, DeviceType::ze};
+}  // namespace
+
+void set_conformance_backends(std::vector<DeviceType> backends) { g_backends = std::move(backends); }
+
+// GoogleTest evaluates the generator when it registers the tests (in InitGoogleTest), after main
+// has read --backend.
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
+                         ::testing::Combine(::testing::ValuesIn(g_backends),
+                                            ::testing::Values(DType::f32, DType::f16, DType::bf16)),
+                         param_name);
 
 }  // namespace xhal::test

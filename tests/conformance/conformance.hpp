@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "test_tensor.hpp"
 #include "xhal/xhal.hpp"
@@ -40,5 +41,9 @@ class Conformance : public ::testing::TestWithParam<std::tuple<DeviceType, DType
 
 // "" when `type` has a device here, else why not.
 std::string backend_status(DeviceType type);
+
+// The backends the suite is instantiated for (default cpu, cuda, hip, ze); set before
+// InitGoogleTest.
+void set_conformance_backends(std::vector<DeviceType> backends);
 
 }  // namespace xhal::test
