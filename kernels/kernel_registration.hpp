@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <vector>
 
 #include "xhal/plugin.h"
 
@@ -88,4 +89,27 @@ void register_for(const xhal_host_api* host, const char* name, xhal_op op,
    ...);
 }
 
+// The registration functions of one plugin's kernel files. Each file adds its own with
+// XHAL_REGISTER_KERNELS, so a new kernel file is built and registered without editing a list; the
+// plugin's init calls register_kernel_files once. (Plugins are built with hidden visibility: each
+// has its own list.)
+using RegisterFn = void (*)(const xhal_host_api* host);
+inline std::vector<RegisterFn>& kernel_files() {
+  static std::vector<RegisterFn> files;
+  return files;
+}
+struct KernelFile {
+  explicit KernelFile(RegisterFn fn) { kernel_files().push_back(fn); }
+};
+inline void register_kernel_files(const xhal_host_api* host) {
+  for (RegisterFn fn : kernel_files()) fn(host);
+}
+
 }  // namespace xhal::kernels
+
+// This file's registration function, run by its plugin's init:
+//   XHAL_REGISTER_KERNELS(host) { register_float_kernels<...>(host, ...); }
+#define XHAL_REGISTER_KERNELS(host)                                                                \
+  static void xhal_register_this_file(const xhal_host_api* host);                                \
+  static const ::xhal::kernels::KernelFile xhal_this_kernel_file(&xhal_register_this_file);      \
+  static void xhal_register_this_file(const xhal_host_api* host)

@@ -195,33 +195,8 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
   api->shutdown = nullptr;
   api->comm = nullptr;  // cpu collectives go through MPI in the core (src/comm)
 
-  using namespace xhal::cpu;
-  register_attention_kernels(host);
-  register_paged_attention_kernels(host);
-  register_norm_kernels(host);
-  register_swiglu_kernels(host);
-  register_rope_kernels(host);
-  register_linear_kernels(host);
-#if defined(XHAL_HAVE_HIGHWAY)
-  register_norm_simd_kernels(host);
-  register_swiglu_simd_kernels(host);
-  register_rope_simd_kernels(host);
-  register_paged_attention_simd_kernels(host);
-  register_linear_simd_kernels(host);
-#if defined(__x86_64__)
-  register_attention_amx_kernels(host);
-#endif
-#endif
-#if defined(XHAL_HAVE_BLAS)
-  register_linear_blas_kernels(host);
-#endif
-#if defined(XHAL_HAVE_HIGHWAY) && defined(XHAL_HAVE_BLAS)
-  register_attention_blas_kernels(host);
-#endif
-#if defined(XHAL_HAVE_ONEDNN)
-  register_linear_onednn_kernels(host);
-#endif
-  if (const std::string warning = blas_kernels_warning(); !warning.empty() && host->log != nullptr) {
+  xhal::kernels::register_kernel_files(host);  // every kernel file built into the plugin
+  if (const std::string warning = xhal::cpu::blas_kernels_warning(); !warning.empty() && host->log != nullptr) {
     host->log(host->ctx, XHAL_LOG_WARN, ("cpu plugin: " + warning).c_str());
   }
   return XHAL_OK;

@@ -1,5 +1,4 @@
-#include "linear_cublaslt.hpp"
-
+// linear on CUDA through cuBLASLt, with the bias fused in the epilogue.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -132,7 +131,7 @@ const char* supports(void*, const xhal_op_call* call) {
 
 }  // namespace
 
-void register_cublaslt_linear(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   for (xhal_dtype dtype : {XHAL_DTYPE_F32, XHAL_DTYPE_F16, XHAL_DTYPE_BF16}) {
     kernels::register_kernel(host, "cuda.linear_cublaslt", XHAL_OP_LINEAR, dtype, &kernels::guarded<run_linear>,
                              gpu::accuracy_for(dtype), {10, true, supports});

@@ -23,12 +23,7 @@ xhal_status init_gpu_plugin(const xhal_host_api* host, xhal_plugin_api* api, cha
   api->shutdown = nullptr;
   api->comm = ccl_comm_api(host);
 
-  register_norm_kernels(host);
-  register_swiglu_kernels(host);
-  register_rope_kernels(host);
-  register_attention_kernels(host);
-  register_paged_attention_kernels(host);
-  register_linear_kernels(host);
+  kernels::register_kernel_files(host);  // the portable kernels and, in the cuda plugin, NVIDIA's own
   return XHAL_OK;
 }
 

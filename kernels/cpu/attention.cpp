@@ -46,7 +46,7 @@ struct AttentionVarlenKernel {
 
 }  // namespace
 
-void register_attention_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<AttentionKernel>(host, "cpu.attention", XHAL_OP_ATTENTION);
   register_float_kernels<AttentionVarlenKernel>(host, "cpu.attention_varlen", XHAL_OP_ATTENTION_VARLEN);
 }

@@ -413,7 +413,7 @@ struct AttentionVarlenAmx {
 };
 }  // namespace
 
-void register_attention_amx_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   const kernels::KernelTraits on_amx{kFeatureFastPriority, false, amx_supports};
   kernels::register_for<AttentionAmx, BF16>(host, "cpu.attention_amx", XHAL_OP_ATTENTION, accuracy_for, on_amx);
   kernels::register_for<AttentionVarlenAmx, BF16>(host, "cpu.attention_varlen_amx", XHAL_OP_ATTENTION_VARLEN,

@@ -152,7 +152,7 @@ struct AttentionVarlenBlas {
 };
 }  // namespace
 
-void register_attention_blas_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_fast_kernels<AttentionBlas>(host, "cpu.attention_blas", XHAL_OP_ATTENTION);
   register_fast_kernels<AttentionVarlenBlas>(host, "cpu.attention_varlen_blas", XHAL_OP_ATTENTION_VARLEN);
 }

@@ -1,4 +1,7 @@
-// The CPU kernels, one registration function per op family, and the pieces they share.
+// What the CPU kernels share to register themselves: accuracy classes, priorities and the helpers
+// that register a kernel for the three float types. Each kernel file registers its own kernels
+// with XHAL_REGISTER_KERNELS; the fast ones (Highway, OpenBLAS, oneDNN, AMX) are built only where
+// their library is, above the reference kernels.
 #pragma once
 
 #include "element.hpp"
@@ -6,25 +9,6 @@
 #include "xhal/plugin.h"
 
 namespace xhal::cpu {
-
-void register_attention_kernels(const xhal_host_api* host);
-void register_paged_attention_kernels(const xhal_host_api* host);
-void register_norm_kernels(const xhal_host_api* host);
-void register_swiglu_kernels(const xhal_host_api* host);
-void register_rope_kernels(const xhal_host_api* host);
-void register_linear_kernels(const xhal_host_api* host);
-
-// The fast kernels, registered above the reference ones when the plugin was built with Highway
-// (SIMD) or OpenBLAS; each file says what it needs.
-void register_norm_simd_kernels(const xhal_host_api* host);
-void register_swiglu_simd_kernels(const xhal_host_api* host);
-void register_rope_simd_kernels(const xhal_host_api* host);
-void register_paged_attention_simd_kernels(const xhal_host_api* host);
-void register_linear_blas_kernels(const xhal_host_api* host);
-void register_linear_simd_kernels(const xhal_host_api* host);  // a few rows of x
-void register_attention_blas_kernels(const xhal_host_api* host);  // Highway and OpenBLAS
-void register_linear_onednn_kernels(const xhal_host_api* host);   // oneDNN, bf16 on AMX
-void register_attention_amx_kernels(const xhal_host_api* host);   // Highway, bf16 on AMX
 
 // Accuracy classes vs float64, per dtype: f32 accumulation, so f32 is limited by summation order
 // and the 16-bit types by their rounding of the output.

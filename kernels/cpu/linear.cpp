@@ -63,7 +63,7 @@ struct LinearKernel {
 
 }  // namespace
 
-void register_linear_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<LinearKernel>(host, "cpu.linear", XHAL_OP_LINEAR);
 }
 

@@ -76,7 +76,7 @@ struct LinearBlas {
 
 }  // namespace
 
-void register_linear_blas_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_fast_kernels<LinearBlas>(host, "cpu.linear_blas", XHAL_OP_LINEAR, blas_supports);
 }
 

@@ -87,7 +87,7 @@ std::string onednn_summary() {
   return version + (onednn_runs_amx() ? " (bf16 linear on AMX)" : " (unused: no AMX, or XHAL_CPU_DISABLE names it)");
 }
 
-void register_linear_onednn_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   kernels::register_for<LinearOnednn, BF16>(host, "cpu.linear_onednn_amx", XHAL_OP_LINEAR, accuracy_for,
                                             {kFeatureFastPriority, false, onednn_supports});
 }

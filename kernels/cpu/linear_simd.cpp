@@ -90,7 +90,7 @@ struct LinearRowsSimd {
 
 }  // namespace
 
-void register_linear_simd_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_fast_kernels<LinearRowsSimd>(host, "cpu.linear_few_rows_simd", XHAL_OP_LINEAR, few_rows_supported,
                                         kNarrowFastPriority);
 }

@@ -55,7 +55,7 @@ struct PagedAttentionKernel {
 
 }  // namespace
 
-void register_paged_attention_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<PagedAttentionKernel>(host, "cpu.paged_attention", XHAL_OP_PAGED_ATTENTION);
 }
 

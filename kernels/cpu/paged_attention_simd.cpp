@@ -351,7 +351,7 @@ struct PagedAttentionSimd {
 };
 }  // namespace
 
-void register_paged_attention_simd_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_fast_kernels<PagedAttentionSimd>(host, "cpu.paged_attention_simd", XHAL_OP_PAGED_ATTENTION);
 }
 

@@ -114,7 +114,7 @@ struct RmsNormSimd {
 };
 }  // namespace
 
-void register_norm_simd_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_fast_kernels<RmsNormSimd>(host, "cpu.rms_norm_simd", XHAL_OP_RMS_NORM);
   register_fast_kernels<RmsNormSimd>(host, "cpu.fused_add_rms_norm_simd", XHAL_OP_FUSED_ADD_RMS_NORM);
 }

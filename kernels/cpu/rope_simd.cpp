@@ -156,7 +156,7 @@ struct RopeSimd {
 };
 }  // namespace
 
-void register_rope_simd_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_fast_kernels<RopeSimd>(host, "cpu.rope_simd", XHAL_OP_ROPE);
 }
 

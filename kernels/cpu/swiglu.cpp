@@ -45,7 +45,7 @@ struct SwigluPackedKernel {
 
 }  // namespace
 
-void register_swiglu_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<SwigluKernel>(host, "cpu.swiglu", XHAL_OP_SWIGLU);
   register_float_kernels<SwigluPackedKernel>(host, "cpu.swiglu_packed", XHAL_OP_SWIGLU_PACKED);
 }

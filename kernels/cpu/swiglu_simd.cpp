@@ -93,7 +93,7 @@ struct SwigluSimd {
 };
 }  // namespace
 
-void register_swiglu_simd_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_fast_kernels<SwigluSimd>(host, "cpu.swiglu_simd", XHAL_OP_SWIGLU);
   register_fast_kernels<SwigluSimd>(host, "cpu.swiglu_packed_simd", XHAL_OP_SWIGLU_PACKED);
 }

@@ -114,7 +114,7 @@ using MmaFlashVarlen = FlashVarlen<MmaFlash, E>;
 
 }  // namespace
 
-void register_attention_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   const kernels::KernelTraits generic{0, true, generic_supports};
   register_float_kernels<GenericAttention>(host, XHAL_GPU_BACKEND ".attention_generic",
                                            XHAL_OP_ATTENTION, generic);

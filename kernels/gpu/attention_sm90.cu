@@ -76,7 +76,7 @@ using WgmmaFlashVarlen = FlashVarlen<WgmmaFlash, E>;
 
 }  // namespace
 
-void register_attention_sm90_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
 #if defined(XHAL_CUDA_SM90A)
   const kernels::KernelTraits wgmma{20, false, wgmma_supports};
   register_half_kernels<WgmmaFlashDense>(host, "cuda.flash_attention_wgmma", XHAL_OP_ATTENTION, wgmma);

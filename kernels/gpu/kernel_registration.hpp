@@ -7,14 +7,6 @@
 
 namespace xhal::gpu {
 
-void register_norm_kernels(const xhal_host_api* host);
-void register_swiglu_kernels(const xhal_host_api* host);
-void register_rope_kernels(const xhal_host_api* host);
-void register_attention_kernels(const xhal_host_api* host);
-void register_paged_attention_kernels(const xhal_host_api* host);
-void register_linear_kernels(const xhal_host_api* host);  // the portable GEMM
-void register_attention_sm90_kernels(const xhal_host_api* host);  // NVIDIA only
-
 // Accuracy classes vs float64: the same f32 accumulation as the CPU reference; fast exp and tensor
 // cores (bf16/f16 products, f32 sums) stay within the 16-bit types' output rounding.
 constexpr kernels::Accuracy accuracy_for(xhal_dtype dtype) {

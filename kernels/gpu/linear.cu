@@ -97,7 +97,7 @@ struct LinearTiled {
 
 }  // namespace
 
-void register_linear_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<LinearTiled>(host, XHAL_GPU_BACKEND ".linear_tiled", XHAL_OP_LINEAR, {0, true, nullptr});
 }
 

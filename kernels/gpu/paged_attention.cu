@@ -202,7 +202,7 @@ struct PagedDecode {
 
 }  // namespace
 
-void register_paged_attention_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<GenericPagedAttention>(host, XHAL_GPU_BACKEND ".paged_attention_generic",
                                                 XHAL_OP_PAGED_ATTENTION, {0, true, generic_supports});
   register_half_kernels<PagedDecode>(host, XHAL_GPU_BACKEND ".paged_decode_split_kv",

@@ -363,7 +363,7 @@ struct RmsNormKernel {
 
 }  // namespace
 
-void register_norm_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<RmsNormKernel>(host, XHAL_GPU_BACKEND ".rms_norm", XHAL_OP_RMS_NORM);
   register_float_kernels<RmsNormKernel>(host, XHAL_GPU_BACKEND ".fused_add_rms_norm",
                                         XHAL_OP_FUSED_ADD_RMS_NORM);

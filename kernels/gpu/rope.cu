@@ -152,7 +152,7 @@ struct RopeKernel {
 
 }  // namespace
 
-void register_rope_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<RopeKernel>(host, XHAL_GPU_BACKEND ".rope", XHAL_OP_ROPE);
 }
 

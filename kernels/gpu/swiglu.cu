@@ -71,7 +71,7 @@ using SwigluPacked = SwigluKernel<E, true>;
 
 }  // namespace
 
-void register_swiglu_kernels(const xhal_host_api* host) {
+XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<Swiglu>(host, XHAL_GPU_BACKEND ".swiglu", XHAL_OP_SWIGLU);
   register_float_kernels<SwigluPacked>(host, XHAL_GPU_BACKEND ".swiglu_packed", XHAL_OP_SWIGLU_PACKED);
 }
