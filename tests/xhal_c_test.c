@@ -35,6 +35,7 @@ int main(void) {
   const DLDataType f32 = {kDLFloat, 32, 1}, i32 = {kDLInt, 32, 1};
   int32_t count = 0;
   char name[64];
+  CHECK(strcmp(xhal_version(), XHAL_VERSION_STRING) == 0);
   CHECK(xhal_device_count(&count) == XHAL_OK && count >= 1);
   CHECK(xhal_device_name(0, name, sizeof name) == XHAL_OK);
   CHECK(xhal_device_name(count, name, sizeof name) == XHAL_ERR_INVALID_ARGUMENT);

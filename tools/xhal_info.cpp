@@ -13,6 +13,7 @@
 
 #include "core/json_text.hpp"
 #include "trace_summary.hpp"
+#include "xhal/xhal.h"
 #include "xhal/xhal.hpp"
 
 namespace {
@@ -118,11 +119,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "--version") == 0) {
+      std::printf("xhal %s (headers %s), plugin ABI %d\n", xhal_version(), XHAL_VERSION_STRING, XHAL_PLUGIN_ABI_VERSION);
+      return 0;
     } else if (std::strcmp(argv[i], "--trace-summary") == 0 && i + 1 < argc) {
       const int top = i + 3 < argc && std::strcmp(argv[i + 2], "--top") == 0 ? std::atoi(argv[i + 3]) : 0;
       return print_trace_summary(argv[i + 1], top);
     } else {
-      std::fprintf(stderr, "usage: xhal-info [--json] | --trace-summary FILE [--top N]\n");
+      std::fprintf(stderr, "usage: xhal-info [--json] | --version | --trace-summary FILE [--top N]\n");
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 1;
     }
   }

@@ -1,5 +1,5 @@
-// Smallest use of an installed xhal: rms_norm on the CPU, one value checked by hand. Exit status 0
-// means the headers, the library and its CPU plugin were all found and agree.
+// Smallest use of an installed xhal, compiled as C++17: rms_norm on the CPU, one value checked by
+// hand. Exit status 0 means the headers, the library and its CPU plugin were all found and agree.
 #include <cmath>
 #include <cstdio>
 

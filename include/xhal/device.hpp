@@ -26,7 +26,8 @@ struct Device {
   // accepted forms; Error(backend_unavailable) for a known accelerator with no plugin installed.
   static Device parse(std::string_view text);
   std::string str() const;
-  friend bool operator==(const Device&, const Device&) = default;
+  friend bool operator==(const Device& a, const Device& b) { return a.type == b.type && a.index == b.index; }
+  friend bool operator!=(const Device& a, const Device& b) { return !(a == b); }
 };
 
 }  // namespace xhal

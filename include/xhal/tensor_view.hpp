@@ -4,8 +4,8 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
-#include <span>
 #include <vector>
 
 #include <dlpack/dlpack.h>
@@ -16,6 +16,23 @@
 namespace xhal {
 
 inline constexpr int kMaxRank = 8;
+
+// A read-only run of a view's sizes or strides (what std::span<const int64_t> gives in C++20;
+// public headers compile as C++17). Valid while the view it came from is.
+class Dims {
+ public:
+  Dims(const int64_t* data, size_t size) : data_(data), size_(size) {}
+  const int64_t* begin() const { return data_; }
+  const int64_t* end() const { return data_ + size_; }
+  const int64_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t operator[](size_t i) const { return data_[i]; }
+
+ private:
+  const int64_t* data_;
+  size_t size_;
+};
 
 class TensorView {
  public:
@@ -38,8 +55,8 @@ class TensorView {
   int ndim() const { return ndim_; }
   int64_t size(int dim) const { return shape_[wrap(dim)]; }
   int64_t stride(int dim) const { return strides_[wrap(dim)]; }
-  std::span<const int64_t> shape() const { return {shape_.data(), size_t(ndim_)}; }
-  std::span<const int64_t> strides() const { return {strides_.data(), size_t(ndim_)}; }
+  Dims shape() const { return {shape_.data(), size_t(ndim_)}; }
+  Dims strides() const { return {strides_.data(), size_t(ndim_)}; }
   int64_t numel() const;
   size_t nbytes() const;  // numel * element size (the bytes a contiguous copy would take)
   bool is_contiguous() const;

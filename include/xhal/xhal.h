@@ -11,10 +11,14 @@
 #include <stdint.h>
 
 #include "xhal/status.h"
+#include "xhal/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The version of the loaded library ("0.2.0"); XHAL_VERSION_STRING is the one compiled against. */
+const char* xhal_version(void);
 
 /* The message of this thread's last failed call ("" if none). */
 const char* xhal_last_error(void);

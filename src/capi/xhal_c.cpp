@@ -83,6 +83,8 @@ const xhal::TensorView* ptr(const std::optional<xhal::TensorView>& v) { return v
 
 extern "C" {
 
+const char* xhal_version(void) { return XHAL_VERSION_STRING; }
+
 const char* xhal_last_error(void) { return t_last_error.c_str(); }
 
 xhal_status xhal_device_count(int32_t* count) {

@@ -1,4 +1,4 @@
-// The MPI engine (cpu devices): nonblocking MPI collectives on a duplicate of MPI_COMM_WORLD,
+// The MPI engine (cpu devices), built as libxhal_mpi.so: nonblocking MPI collectives on a duplicate of MPI_COMM_WORLD,
 // polled by Work. f16/bf16 reductions use user-defined MPI ops (f32 arithmetic, rounded per
 // step); avg is a sum divided by the world size when the op completes. MPI is initialised on the
 // first communicator (unless the application did) and finalised at exit.
@@ -264,12 +264,17 @@ void check_bootstrap(const Options& options, int rank, int size) {
   expect("the world size", requested.size, size);
 }
 
-}  // namespace
-
-std::shared_ptr<Communicator> create_mpi_communicator(const Device& device, const Options& options) {
+std::shared_ptr<Communicator> create(const Device& device, const Options& options) {
   auto comm = std::make_shared<MpiCommunicator>(device, options);
   check_bootstrap(options, comm->rank(), comm->size());
   return comm;
 }
 
+}  // namespace
 }  // namespace xhal::comm
+
+// The module's one entry point, found by libxhal with dlsym.
+extern "C" __attribute__((visibility("default"))) const xhal::comm::MpiEngine* xhal_mpi_engine(void) {
+  static const xhal::comm::MpiEngine engine{&xhal::comm::create};
+  return &engine;
+}

@@ -67,8 +67,8 @@ bool writable_by_others(const struct stat& st) {
   return !private_group;
 }
 
-// Why the plugin at `path` must not be loaded because someone other than its owner or root could
-// have written it or its directory, or "" when neither is.
+}  // namespace
+
 std::string writable_reason(const std::string& path) {
   std::error_code ec;
   const fs::path given = fs::absolute(path, ec);
@@ -86,7 +86,12 @@ std::string writable_reason(const std::string& path) {
   return "";
 }
 
-}  // namespace
+std::vector<std::string> xhal_library_dirs() {
+  std::vector<std::string> dirs;
+  if (!g_library_dir.empty()) dirs.push_back(g_library_dir);
+  if (g_library_dir != XHAL_INSTALL_LIBDIR) dirs.push_back(XHAL_INSTALL_LIBDIR);
+  return dirs;
+}
 
 std::vector<std::string> plugin_search_dirs() {
   std::vector<std::string> dirs, relative;

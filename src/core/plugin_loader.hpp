@@ -36,6 +36,13 @@ std::vector<std::string> plugin_search_dirs();
 // Files named libxhal_<name>.so in those directories, the first of each file name winning.
 std::vector<std::string> find_plugin_files();
 
+// The canonical directory of libxhal, then the install libdir: where xhal's own modules are.
+std::vector<std::string> xhal_library_dirs();
+
+// Why the library at `path` must not be loaded because someone other than its owner or root could
+// have written it or its directory, or "" when neither is.
+std::string writable_reason(const std::string& path);
+
 enum class PluginSource {
   search_path,  // found in the search path: opened only when <name> is a backend name, which the
                 // plugin must then register
