@@ -1,7 +1,7 @@
 // xhal-bench's read_bound cases on the CPU: a loop that reads paged decode's cache with a given
 // number of f32 FMAs per vector loaded and nothing else (no widening, no softmax, no reduction).
 // At the op's own count of multiply-adds per cached byte it bounds what a paged decode kernel that
-// multiplies on the vector units can reach on the machine (docs/kernel-notes.md, seventeenth pass).
+// multiplies on the vector units can reach on the machine (docs/journal/kernel-notes.md, seventeenth pass).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bench/cpu_read_bound.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

@@ -47,15 +47,15 @@ struct Options {
 // smoke runs; the copy keeps its size, since a copy that fits in the last-level cache (300 MiB on
 // the GPU machines' hosts) would measure the cache instead.
 struct Shapes {
-  int64_t rows, hidden;                      // rms_norm, fused_add_rms_norm, swiglu: [rows, hidden]
-  int64_t rope_tokens;                       // rope: q [T, 32, 128], k [T, 8, 128]
+  int64_t rows, hidden;  // rms_norm, fused_add_rms_norm, swiglu: [rows, hidden]
+  int64_t rope_tokens;  // rope: q [T, 32, 128], k [T, 8, 128]
   int64_t attn_batch, attn_heads, attn_seq;  // attention (MHA), head dim kHeadDim
-  std::vector<int64_t> varlen_seqs;          // attention_varlen: packed sequence lengths, causal
-  int64_t paged_batch, paged_ctx;            // paged_attention: Hq 32, Hkv 8, block 16
-  int64_t paged_long_ctx;                    // paged_attention of one long sequence
+  std::vector<int64_t> varlen_seqs;  // attention_varlen: packed sequence lengths, causal
+  int64_t paged_batch, paged_ctx;  // paged_attention: Hq 32, Hkv 8, block 16
+  int64_t paged_long_ctx;  // paged_attention of one long sequence
   int64_t linear_m, linear_n, linear_k;
   int64_t decode_n, decode_k;  // linear_decode: one row of x against w [decode_n, decode_k]
-  int64_t copy_mib;   // ceiling/copy: bytes of the source
+  int64_t copy_mib;  // ceiling/copy: bytes of the source
   int64_t gemm_size;  // ceiling/gemm: f32 linear gemm_size^3
 };
 
@@ -101,13 +101,11 @@ Tensor random_tensor(const std::vector<int64_t>& shape, DType dtype, Device devi
     return Tensor::from_host(host.data(), shape, dtype, device);
   }
   std::vector<uint16_t> host(static_cast<size_t>(n));
-  for (uint16_t& x : host)
-    x = dtype == DType::bf16 ? xhal::float_to_bf16(dist(rng)) : xhal::float_to_f16(dist(rng));
+  for (uint16_t& x : host) x = dtype == DType::bf16 ? xhal::float_to_bf16(dist(rng)) : xhal::float_to_f16(dist(rng));
   return Tensor::from_host(host.data(), shape, dtype, device);
 }
 
-Tensor i32_tensor(const std::vector<int32_t>& values, const std::vector<int64_t>& shape,
-                  Device device) {
+Tensor i32_tensor(const std::vector<int32_t>& values, const std::vector<int64_t>& shape, Device device) {
   return Tensor::from_host(values.data(), shape, DType::i32, device);
 }
 
@@ -298,8 +296,7 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         std::iota(pos.begin(), pos.end(), 0);
         Tensor positions = i32_tensor(pos, {T}, dev);
         Tensor cache = xhal::ops::rope_cache(T, D, 500000.0, dev);
-        return std::function<void()>(
-            [=] { xhal::ops::rope(q, k, positions, cache, xhal::RopeStyle::neox); });
+        return std::function<void()>([=] { xhal::ops::rope(q, k, positions, cache, xhal::RopeStyle::neox); });
       });
 
   const int64_t B = s.attn_batch, H = s.attn_heads, S = s.attn_seq;
@@ -308,10 +305,8 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     add(fmt::format("attention/{}/B{}_H{}_S{}_D{}/{}", causal ? "causal" : "full", B, H, S, D, tn),
         4.0 * B * S * H * D * e, flops, Bound::compute, [=] {
           Tensor q = random_tensor({B, S, H, D}, dt, dev), k = random_tensor({B, S, H, D}, dt, dev);
-          Tensor v = random_tensor({B, S, H, D}, dt, dev),
-                 out = Tensor::empty({B, S, H, D}, dt, dev);
-          return std::function<void()>(
-              [=] { xhal::ops::attention(q, k, v, out, {.causal = causal}); });
+          Tensor v = random_tensor({B, S, H, D}, dt, dev), out = Tensor::empty({B, S, H, D}, dt, dev);
+          return std::function<void()>([=] { xhal::ops::attention(q, k, v, out, {.causal = causal}); });
         });
   }
 
@@ -322,18 +317,14 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     cu.push_back(cu.back() + int32_t(len));
     varlen_flops += 4.0 * H * len * len * D / 2.0;
   }
-  const int64_t total = cu.back(),
-                max_len = *std::max_element(s.varlen_seqs.begin(), s.varlen_seqs.end());
-  add(fmt::format("attention_varlen/causal/{}seqs_T{}_H{}_D{}/{}", s.varlen_seqs.size(), total, H,
-                  D, tn),
+  const int64_t total = cu.back(), max_len = *std::max_element(s.varlen_seqs.begin(), s.varlen_seqs.end());
+  add(fmt::format("attention_varlen/causal/{}seqs_T{}_H{}_D{}/{}", s.varlen_seqs.size(), total, H, D, tn),
       4.0 * total * H * D * e, varlen_flops, Bound::compute, [=] {
         Tensor q = random_tensor({total, H, D}, dt, dev), k = random_tensor({total, H, D}, dt, dev);
-        Tensor v = random_tensor({total, H, D}, dt, dev),
-               out = Tensor::empty({total, H, D}, dt, dev);
+        Tensor v = random_tensor({total, H, D}, dt, dev), out = Tensor::empty({total, H, D}, dt, dev);
         Tensor cu_t = i32_tensor(cu, {int64_t(cu.size())}, dev);
-        return std::function<void()>([=] {
-          xhal::ops::attention_varlen(q, k, v, cu_t, cu_t, max_len, max_len, out, {.causal = true});
-        });
+        return std::function<void()>(
+            [=] { xhal::ops::attention_varlen(q, k, v, cu_t, cu_t, max_len, max_len, out, {.causal = true}); });
       });
 
   // paged_attention: decode, every sequence at the full context, pages shuffled across the pool.
@@ -433,8 +424,7 @@ Options parse_and_strip(int* argc, char** argv) {
       else if (v == "bf16")
         o.dtype = DType::bf16;
       else
-        throw xhal::Error(xhal::Errc::invalid_argument,
-                          "--dtype must be f32, f16 or bf16, got " + v);
+        throw xhal::Error(xhal::Errc::invalid_argument, "--dtype must be f32, f16 or bf16, got " + v);
     } else if (arg == "--quick") {
       o.quick = true;
     } else {
@@ -444,8 +434,7 @@ Options parse_and_strip(int* argc, char** argv) {
   *argc = kept;
   if (!device_given) o.device = xhal::DeviceManager::instance().default_device();
   if (!xhal::DeviceManager::instance().has_device(o.device)) {
-    throw xhal::Error(xhal::Errc::backend_unavailable,
-                      "no device " + o.device.str() + " in this process");
+    throw xhal::Error(xhal::Errc::backend_unavailable, "no device " + o.device.str() + " in this process");
   }
   return o;
 }
@@ -465,21 +454,17 @@ int run(int argc, char** argv) {
     g_ceilings.copy = ceilings[0].build(), g_ceilings.copy_bytes = ceilings[0].bytes;
     g_ceilings.gemm = ceilings[1].build(), g_ceilings.gemm_flops = ceilings[1].flops;
   }
-  benchmark::AddCustomContext("xhal_device",
-                              opt.device.str() + " (" + dm.properties(opt.device).name + ")");
+  benchmark::AddCustomContext("xhal_device", opt.device.str() + " (" + dm.properties(opt.device).name + ")");
   benchmark::AddCustomContext("xhal_dtype", std::string(xhal::dtype_name(opt.dtype)));
-  benchmark::AddCustomContext("xhal_ceiling_copy_GB/s",
-                              fmt::format("{:.2f}", g_ceilings.copy_gbps));
-  benchmark::AddCustomContext("xhal_ceiling_gemm_TFLOP/s",
-                              fmt::format("{:.4f}", g_ceilings.gemm_tflops));
+  benchmark::AddCustomContext("xhal_ceiling_copy_GB/s", fmt::format("{:.2f}", g_ceilings.copy_gbps));
+  benchmark::AddCustomContext("xhal_ceiling_gemm_TFLOP/s", fmt::format("{:.4f}", g_ceilings.gemm_tflops));
 
   // The ceiling benchmarks run again under Google Benchmark: their frac_* near 1 shows how steady
   // the up-front measurement was.
   std::vector<Case> cases = ceilings;
   for (Case& c : op_cases(shapes, opt.dtype, opt.device)) cases.push_back(std::move(c));
   for (const Case& c : cases) {
-    benchmark::RegisterBenchmark(
-        c.name.c_str(), [c, dev = opt.device](benchmark::State& st) { run_case(st, c, dev); })
+    benchmark::RegisterBenchmark(c.name.c_str(), [c, dev = opt.device](benchmark::State& st) { run_case(st, c, dev); })
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }

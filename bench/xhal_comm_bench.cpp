@@ -35,10 +35,14 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--device") a.device = v;
-    else if (k == "--min-bytes") a.min_bytes = std::stoll(v);
-    else if (k == "--max-bytes") a.max_bytes = std::stoll(v);
-    else if (k == "--iters") a.iters = std::stoi(v);
+    if (k == "--device")
+      a.device = v;
+    else if (k == "--min-bytes")
+      a.min_bytes = std::stoll(v);
+    else if (k == "--max-bytes")
+      a.max_bytes = std::stoll(v);
+    else if (k == "--iters")
+      a.iters = std::stoi(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       std::exit(2);
@@ -73,8 +77,7 @@ int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   const Device kind = Device::parse(args.device);
   const int rank = std::getenv("RANK") ? std::atoi(std::getenv("RANK")) : -1;
-  const Device device =
-      kind.type == DeviceType::cpu ? Device::cpu() : Device{kind.type, rank >= 0 ? rank : 0};
+  const Device device = kind.type == DeviceType::cpu ? Device::cpu() : Device{kind.type, rank >= 0 ? rank : 0};
   auto comm = comm::Communicator::create(device);
   const int n = comm->size();
   const Stream stream = DeviceManager::instance().current_stream(device);
@@ -116,17 +119,25 @@ int main(int argc, char** argv) {
       const TensorView src(in.data(), DType::f32, {op == "all_gather" ? part : total}, device);
       const TensorView dst(out.data(), DType::f32, {op == "reduce_scatter" ? part : total}, device);
       std::function<void()> xhal_op = [&] {
-        if (op == "all_reduce") comm->all_reduce(src, dst);
-        else if (op == "all_gather") comm->all_gather(src, dst);
-        else if (op == "reduce_scatter") comm->reduce_scatter(src, dst);
-        else comm->broadcast(src, dst, 0);
+        if (op == "all_reduce")
+          comm->all_reduce(src, dst);
+        else if (op == "all_gather")
+          comm->all_gather(src, dst);
+        else if (op == "reduce_scatter")
+          comm->reduce_scatter(src, dst);
+        else
+          comm->broadcast(src, dst, 0);
       };
       if (device.type == DeviceType::cpu) {  // MPI ops complete only when waited for
         xhal_op = [&, enqueue = xhal_op] {
-          if (op == "all_reduce") comm->all_reduce(src, dst).wait();
-          else if (op == "all_gather") comm->all_gather(src, dst).wait();
-          else if (op == "reduce_scatter") comm->reduce_scatter(src, dst).wait();
-          else comm->broadcast(src, dst, 0).wait();
+          if (op == "all_reduce")
+            comm->all_reduce(src, dst).wait();
+          else if (op == "all_gather")
+            comm->all_gather(src, dst).wait();
+          else if (op == "reduce_scatter")
+            comm->reduce_scatter(src, dst).wait();
+          else
+            comm->broadcast(src, dst, 0).wait();
         };
       }
       const double t = seconds_per_call(args.iters, xhal_op, sync_all);
@@ -137,10 +148,14 @@ int main(int argc, char** argv) {
         raw_t = seconds_per_call(
             args.iters,
             [&] {
-              if (op == "all_reduce") ncclAllReduce(src.data(), dst.data(), size_t(total), ncclFloat32, ncclSum, raw, raw_stream);
-              else if (op == "all_gather") ncclAllGather(src.data(), dst.data(), size_t(part), ncclFloat32, raw, raw_stream);
-              else if (op == "reduce_scatter") ncclReduceScatter(src.data(), dst.data(), size_t(part), ncclFloat32, ncclSum, raw, raw_stream);
-              else ncclBroadcast(src.data(), dst.data(), size_t(total), ncclFloat32, 0, raw, raw_stream);
+              if (op == "all_reduce")
+                ncclAllReduce(src.data(), dst.data(), size_t(total), ncclFloat32, ncclSum, raw, raw_stream);
+              else if (op == "all_gather")
+                ncclAllGather(src.data(), dst.data(), size_t(part), ncclFloat32, raw, raw_stream);
+              else if (op == "reduce_scatter")
+                ncclReduceScatter(src.data(), dst.data(), size_t(part), ncclFloat32, ncclSum, raw, raw_stream);
+              else
+                ncclBroadcast(src.data(), dst.data(), size_t(total), ncclFloat32, 0, raw, raw_stream);
             },
             sync_all);
       }

@@ -60,8 +60,8 @@ xhal_status guarded(void*, const xhal_op_call* call, char* msg, size_t len) noex
   }
 }
 
-inline void register_kernel(const xhal_host_api* host, const char* name, xhal_op op,
-                            xhal_dtype dtype, xhal_kernel_run_fn run, Accuracy accuracy, KernelTraits traits) {
+inline void register_kernel(const xhal_host_api* host, const char* name, xhal_op op, xhal_dtype dtype,
+                            xhal_kernel_run_fn run, Accuracy accuracy, KernelTraits traits) {
   xhal_kernel_desc desc{};
   desc.struct_size = sizeof desc;
   desc.name = name;
@@ -82,10 +82,10 @@ inline void register_kernel(const xhal_host_api* host, const char* name, xhal_op
 // Registers Kernel<E>::run for each element type E (each with E::kDType and E's accuracy class
 // from `accuracy_for`) with the same traits.
 template <template <class> class Kernel, class... Elements>
-void register_for(const xhal_host_api* host, const char* name, xhal_op op,
-                  Accuracy (*accuracy_for)(xhal_dtype), KernelTraits traits) {
-  (register_kernel(host, name, op, Elements::kDType, &guarded<&Kernel<Elements>::run>,
-                   accuracy_for(Elements::kDType), traits),
+void register_for(const xhal_host_api* host, const char* name, xhal_op op, Accuracy (*accuracy_for)(xhal_dtype),
+                  KernelTraits traits) {
+  (register_kernel(host, name, op, Elements::kDType, &guarded<&Kernel<Elements>::run>, accuracy_for(Elements::kDType),
+                   traits),
    ...);
 }
 
@@ -109,7 +109,7 @@ inline void register_kernel_files(const xhal_host_api* host) {
 
 // This file's registration function, run by its plugin's init:
 //   XHAL_REGISTER_KERNELS(host) { register_float_kernels<...>(host, ...); }
-#define XHAL_REGISTER_KERNELS(host)                                                                \
-  static void xhal_register_this_file(const xhal_host_api* host);                                \
-  static const ::xhal::kernels::KernelFile xhal_this_kernel_file(&xhal_register_this_file);      \
+#define XHAL_REGISTER_KERNELS(host)                                                         \
+  static void xhal_register_this_file(const xhal_host_api* host);                           \
+  static const ::xhal::kernels::KernelFile xhal_this_kernel_file(&xhal_register_this_file); \
   static void xhal_register_this_file(const xhal_host_api* host)

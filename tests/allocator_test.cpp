@@ -169,9 +169,8 @@ TEST_F(Allocator, OutOfMemoryFreesTheCacheRetriesThenThrows) {
   } catch (const OutOfMemoryError& e) {
     const std::string m = e.what();
     EXPECT_EQ(e.code(), Errc::out_of_memory);
-    for (const char* part : {"cuda:0", "8.0 MiB", "free 2.0 MiB of total 10.0 MiB",
-                             "allocated by xhal 8.0 MiB", "reserved by xhal 8.0 MiB",
-                             "fake driver out of memory"}) {
+    for (const char* part : {"cuda:0", "8.0 MiB", "free 2.0 MiB of total 10.0 MiB", "allocated by xhal 8.0 MiB",
+                             "reserved by xhal 8.0 MiB", "fake driver out of memory"}) {
       EXPECT_NE(m.find(part), std::string::npos) << part << " missing in: " << m;
     }
   }
@@ -287,8 +286,12 @@ TEST(MemoryLimit, AttentionWorkspacesComeFromTheAllocator) {
     } catch (const OutOfMemoryError& e) {
       EXPECT_NE(std::string(e.what()).find("attention"), std::string::npos) << e.what();
     }
-    if (D == int64_t(1) << 20) EXPECT_TRUE(ran) << "48 MiB of workspace fits in 64 MiB";
-    if (D == int64_t(1) << 23) EXPECT_FALSE(ran) << "384 MiB of workspace does not fit in 64 MiB";
+    if (D == int64_t(1) << 20) {
+      EXPECT_TRUE(ran) << "48 MiB of workspace fits in 64 MiB";
+    }
+    if (D == int64_t(1) << 23) {
+      EXPECT_FALSE(ran) << "384 MiB of workspace does not fit in 64 MiB";
+    }
     manager.empty_cache(cpu);
     EXPECT_EQ(manager.memory_status(cpu).allocated, before.allocated);
     EXPECT_LE(manager.memory_status(cpu).reserved, before.reserved);
@@ -317,9 +320,8 @@ TEST(MemoryLimit, AttentionWithoutRoomForPackedKv) {
   Tensor roomy = Tensor::empty(shape, DType::bf16, cpu), cramped = Tensor::empty(shape, DType::bf16, cpu);
   const AttentionParams causal{.causal = true};
   const registry::Explanation ex = registry::explain([&] { ops::attention(q, k, v, roomy, causal); });
-  const bool amx = std::any_of(ex.candidates.begin(), ex.candidates.end(), [](const registry::Candidate& c) {
-    return c.taken && c.kernel == "cpu.attention_amx";
-  });
+  const bool amx = std::any_of(ex.candidates.begin(), ex.candidates.end(),
+                               [](const registry::Candidate& c) { return c.taken && c.kernel == "cpu.attention_amx"; });
   ops::attention(q, k, v, roomy, causal);
   const uint64_t ooms_before = manager.memory_status(cpu).num_ooms;
   {
@@ -342,7 +344,7 @@ TEST(FaultAlloc, TheNthAllocationFailsAndTheRuntimeStaysUsable) {
   const Device cpu = Device::cpu();
   const std::vector<float> ones(64, 1.0f);
   Tensor x = Tensor::from_host(ones.data(), {2, 32}, DType::f32, cpu);  // allocation 1
-  Tensor w = Tensor::from_host(ones.data(), {32}, DType::f32, cpu);     // allocation 2
+  Tensor w = Tensor::from_host(ones.data(), {32}, DType::f32, cpu);  // allocation 2
   const uint64_t ooms_before = DeviceManager::instance().memory_status(cpu).num_ooms;
   try {
     Tensor::empty({2, 32}, DType::f32, cpu);  // allocation 3: injected failure

@@ -24,7 +24,8 @@ class Buffer {
   TensorView view() const { return view_at(0, n_); }
   TensorView view_at(int64_t offset, int64_t n) const {
     unsigned char* base = dev_ ? static_cast<unsigned char*>(dev_->data()) : const_cast<unsigned char*>(host_.data());
-    return TensorView(base + size_t(offset) * dtype_size(dtype_), dtype_, {n}, dev_ ? dev_->view().device() : Device::cpu());
+    return TensorView(base + size_t(offset) * dtype_size(dtype_), dtype_, {n},
+                      dev_ ? dev_->view().device() : Device::cpu());
   }
   void upload() {
     if (dev_) dev_->copy_from_host(host_.data());
@@ -102,7 +103,8 @@ void all_reduce_cases(Communicator& c, const std::vector<int64_t>& counts) {
           result.download();
           int wrong = 0;
           for (int64_t i = 0; i < n; ++i) wrong += result.get(i) != reduced(op, c.size(), i);
-          EXPECT_EQ(wrong, 0) << "first: got " << (n ? result.get(0) : 0) << " want " << (n ? reduced(op, c.size(), 0) : 0);
+          EXPECT_EQ(wrong, 0) << "first: got " << (n ? result.get(0) : 0) << " want "
+                              << (n ? reduced(op, c.size(), 0) : 0);
         }
       }
     }

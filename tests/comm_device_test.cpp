@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
       std::printf("NO ERROR: create succeeded\n");
       return 1;
     } catch (const Error& e) {
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+      const auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
       std::printf("create failed after %lld ms with %s: %s\n", static_cast<long long>(ms),
                   e.code() == Errc::timeout ? "timeout" : "another error", e.what());
       return e.code() == Errc::timeout && ms < 20000 ? 0 : 1;

@@ -61,8 +61,10 @@ int main(int argc, char** argv) {
       const auto abort_start = std::chrono::steady_clock::now();
       c->abort();
       std::printf("rank 0: %s after %lld ms: %s; issued in %lld ms; abort returned after %lld ms\n",
-                  e.code() == Errc::timeout ? "timeout" : e.code() == Errc::comm_error ? "comm_error" : "other error", ms,
-                  e.what(), issued, ms_since(abort_start));
+                  e.code() == Errc::timeout      ? "timeout"
+                  : e.code() == Errc::comm_error ? "comm_error"
+                                                 : "other error",
+                  ms, e.what(), issued, ms_since(abort_start));
     }
     std::fflush(stdout);
     _exit(0);

@@ -63,8 +63,11 @@ TEST(Comm, BadArgumentsAreInvalidArgument) {
   expect_invalid([&] { c.send(a.view(8), c.rank()); }, "argument 'peer'");
   expect_invalid([&] { c.recv(a.view(8), -1); }, "argument 'peer'");
   expect_invalid([&] { c.all_reduce(TensorView(a.bytes.data(), DType::f32, {4}, {2}), a.view(4)); }, "contiguous");
-  expect_invalid([&] { c.all_reduce(TensorView(a.bytes.data(), DType::f32, {8}, Device{DeviceType::cuda, 0}), a.view(8)); },
-                 "communicator's device");
+  expect_invalid(
+      [&] {
+        c.all_reduce(TensorView(a.bytes.data(), DType::f32, {8}, Device{DeviceType::cuda, 0}), a.view(8));
+      },
+      "communicator's device");
 }
 
 // A peer that never sends: the wait gives up within its timeout, names the op and its sequence

@@ -97,7 +97,8 @@ TEST(CpuDisableEnv, OpOnTheCpuSaysWhyItsBackendIsMissing) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::backend_unavailable);
     EXPECT_NE(std::string(e.what()).find("XHAL_CPU_DISABLE names sse9; known: avx512, avx2, avx512_bf16, amx"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -21,8 +21,9 @@ namespace {
 using env::Var;
 
 // Texts every variable is given; whether each is accepted is the table below.
-const std::vector<std::string> kGarbage = {"",       "   ",  "bogus", "-5",  "18446744073709551617", "4294967296",
-                                           "17179869185G", "2^64", "1.5G", "TRUE", "WARN", " 1 ", "file:", "cu da"};
+const std::vector<std::string> kGarbage = {"",           "   ",          "bogus", "-5",   "18446744073709551617",
+                                           "4294967296", "17179869185G", "2^64",  "1.5G", "TRUE",
+                                           "WARN",       " 1 ",          "file:", "cu da"};
 
 // The garbage each variable accepts (every other text of kGarbage must be refused).
 struct Expectation {
@@ -74,8 +75,8 @@ TEST(Env, ByteCountsAreExactAndOverflowChecked) {
   EXPECT_EQ(env::parse_bytes("18446744073709551615"), UINT64_MAX);
   EXPECT_EQ(env::parse_bytes("16777215T"), uint64_t(16777215) << 40);
   // Each of these once became a small number (the top bits shifted out) or no limit.
-  for (const char* text : {"18446744073709551616", "18446744073709551617", "17179869185G", "16777216T", "-1",
-                           "1.5G", "G", "12Q"}) {
+  for (const char* text :
+       {"18446744073709551616", "18446744073709551617", "17179869185G", "16777216T", "-1", "1.5G", "G", "12Q"}) {
     EXPECT_FALSE(env::parse_bytes(text).has_value()) << text;
   }
 }
@@ -129,7 +130,8 @@ TEST(Env, RankOutOfRangeIsRefusedAtCreate) {
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), Errc::invalid_argument);
       EXPECT_NE(std::string(e.what()).find(std::string(name) + "='" + text + "': expected an integer in ["),
-                std::string::npos) << e.what();
+                std::string::npos)
+          << e.what();
     }
     unsetenv(name);
   }

@@ -20,7 +20,7 @@ namespace {
 struct GpuPlugin {
   std::string backend;  // "cuda" or "hip"
   std::string runtime;  // the name its reasons use
-  std::string engine;   // its collectives engine
+  std::string engine;  // its collectives engine
   std::string library;  // the engine's library
 };
 

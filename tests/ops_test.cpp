@@ -42,15 +42,25 @@ const std::vector<BadCall>& bad_calls() {
   static const std::vector<BadCall> calls = {
       // attention
       {"q rank", Errc::invalid_argument, "attention", "q",
-       [](Buffers& b) { ops::attention(b.f32({2, 4, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8})); }},
+       [](Buffers& b) {
+         ops::attention(b.f32({2, 4, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+       }},
       {"dtype mismatch", Errc::invalid_argument, "attention", "k",
-       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.bf16({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8})); }},
+       [](Buffers& b) {
+         ops::attention(b.f32({1, 4, 2, 8}), b.bf16({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+       }},
       {"head dim mismatch", Errc::invalid_argument, "attention", "k",
-       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 16}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8})); }},
+       [](Buffers& b) {
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 16}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+       }},
       {"Hq % Hkv", Errc::invalid_argument, "attention", "k",
-       [](Buffers& b) { ops::attention(b.f32({1, 4, 6, 8}), b.f32({1, 4, 4, 8}), b.f32({1, 4, 4, 8}), b.o32({1, 4, 6, 8})); }},
+       [](Buffers& b) {
+         ops::attention(b.f32({1, 4, 6, 8}), b.f32({1, 4, 4, 8}), b.f32({1, 4, 4, 8}), b.o32({1, 4, 6, 8}));
+       }},
       {"out shape", Errc::invalid_argument, "attention", "out",
-       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 5, 2, 8})); }},
+       [](Buffers& b) {
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 5, 2, 8}));
+       }},
       {"inner stride", Errc::invalid_argument, "attention", "q",
        [](Buffers& b) {
          TensorView q(b.f.data(), DType::f32, V{1, 4, 2, 8}, V{128, 32, 16, 2});
@@ -58,7 +68,8 @@ const std::vector<BadCall>& bad_calls() {
        }},
       {"null data", Errc::invalid_argument, "attention", "v",
        [](Buffers& b) {
-         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), TensorView(nullptr, DType::f32, V{1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), TensorView(nullptr, DType::f32, V{1, 4, 2, 8}),
+                        b.o32({1, 4, 2, 8}));
        }},
       {"wrong device", Errc::invalid_argument, "attention", "q",
        [](Buffers& b) {
@@ -71,11 +82,20 @@ const std::vector<BadCall>& bad_calls() {
          ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {}, &lse);
        }},
       {"window", Errc::invalid_argument, "attention", "params.window_left",
-       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {.window_left = -5}); }},
+       [](Buffers& b) {
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}),
+                        {.window_left = -5});
+       }},
       {"softcap", Errc::invalid_argument, "attention", "params.softcap",
-       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {.softcap = -1}); }},
+       [](Buffers& b) {
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}),
+                        {.softcap = -1});
+       }},
       {"scale NaN", Errc::invalid_argument, "attention", "params.scale",
-       [](Buffers& b) { ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {.scale = std::nanf("")}); }},
+       [](Buffers& b) {
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}),
+                        {.scale = std::nanf("")});
+       }},
       {"f64 is not a compute dtype", Errc::invalid_argument, "attention", "q",
        [](Buffers& b) {
          TensorView q(b.f.data(), DType::f64, V{1, 2, 2, 8});
@@ -90,82 +110,123 @@ const std::vector<BadCall>& bad_calls() {
       {"most negative stride", Errc::invalid_argument, "attention", "q",
        [](Buffers& b) {
          // Its magnitude does not fit in int64; found by the C API fuzz target.
-         TensorView q(b.f.data(), DType::f32, V{2, 4, 2, 8},
-                      V{std::numeric_limits<int64_t>::min(), 16, 8, 1});
+         TensorView q(b.f.data(), DType::f32, V{2, 4, 2, 8}, V{std::numeric_limits<int64_t>::min(), 16, 8, 1});
          ops::attention(q, b.f32({2, 4, 2, 8}), b.f32({2, 4, 2, 8}), b.o32({2, 4, 2, 8}));
        }},
       {"furthest element at the int64 limit", Errc::invalid_argument, "attention", "q",
        [](Buffers& b) {
-         TensorView q(b.f.data(), DType::f32, V{2, 1, 1, 8},
-                      V{std::numeric_limits<int64_t>::max() - 7, 8, 8, 1});
+         TensorView q(b.f.data(), DType::f32, V{2, 1, 1, 8}, V{std::numeric_limits<int64_t>::max() - 7, 8, 8, 1});
          ops::attention(q, b.f32({2, 1, 1, 8}), b.f32({2, 1, 1, 8}), b.o32({2, 1, 1, 8}));
        }},
       {"device absent", Errc::backend_unavailable, "attention", "out",
        [](Buffers& b) {
          Device absent{DeviceType::ze, 0};  // no ze plugin in this build
-         TensorView t(b.f.data(), DType::f32, V{1, 4, 2, 8}, absent), out(b.out.data(), DType::f32, V{1, 4, 2, 8}, absent);
+         TensorView t(b.f.data(), DType::f32, V{1, 4, 2, 8}, absent),
+             out(b.out.data(), DType::f32, V{1, 4, 2, 8}, absent);
          ops::attention(t, t, t, out);
        }},
       // attention_varlen
       {"cu_seqlens dtype", Errc::invalid_argument, "attention_varlen", "cu_seqlens_q",
-       [](Buffers& b) { ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.i64({2}), b.i32({2}), 8, 8, b.o32({8, 2, 8})); }},
+       [](Buffers& b) {
+         ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.i64({2}), b.i32({2}), 8, 8,
+                               b.o32({8, 2, 8}));
+       }},
       {"cu_seqlens length", Errc::invalid_argument, "attention_varlen", "cu_seqlens_k",
-       [](Buffers& b) { ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.i32({2}), b.i32({3}), 8, 8, b.o32({8, 2, 8})); }},
+       [](Buffers& b) {
+         ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.i32({2}), b.i32({3}), 8, 8,
+                               b.o32({8, 2, 8}));
+       }},
       {"max_seqlen", Errc::invalid_argument, "attention_varlen", "max_seqlen_q",
-       [](Buffers& b) { ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.i32({2}), b.i32({2}), -1, 8, b.o32({8, 2, 8})); }},
+       [](Buffers& b) {
+         ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.i32({2}), b.i32({2}), -1, 8,
+                               b.o32({8, 2, 8}));
+       }},
       {"cu_seqlens contents", Errc::invalid_argument, "attention_varlen", "cu_seqlens_q",
        [](Buffers& b) {
          std::vector<int32_t> cu{0, 9};  // 9 > 8 tokens
          std::vector<int32_t> cu_k{0, 8};
          ops::attention_varlen(b.f32({8, 2, 8}), b.f32({8, 2, 8}), b.f32({8, 2, 8}),
-                               TensorView(cu.data(), DType::i32, V{2}), TensorView(cu_k.data(), DType::i32, V{2}), 9, 8, b.o32({8, 2, 8}));
+                               TensorView(cu.data(), DType::i32, V{2}), TensorView(cu_k.data(), DType::i32, V{2}), 9, 8,
+                               b.o32({8, 2, 8}));
        }},
       // paged_attention
       {"block_table dtype", Errc::invalid_argument, "paged_attention", "block_table",
-       [](Buffers& b) { ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i64({2, 2}), b.i32({2}), b.o32({2, 4, 8})); }},
+       [](Buffers& b) {
+         ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i64({2, 2}), b.i32({2}),
+                              b.o32({2, 4, 8}));
+       }},
       {"cache shapes", Errc::invalid_argument, "paged_attention", "v_cache",
-       [](Buffers& b) { ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 8, 2, 8}), b.i32({2, 2}), b.i32({2}), b.o32({2, 4, 8})); }},
+       [](Buffers& b) {
+         ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 8, 2, 8}), b.i32({2, 2}), b.i32({2}),
+                              b.o32({2, 4, 8}));
+       }},
       {"block index out of range", Errc::invalid_argument, "paged_attention", "block_table",
        [](Buffers& b) {
          std::vector<int32_t> table{0, 1, 2, 99}, lens{20, 20};
          ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}),
-                              TensorView(table.data(), DType::i32, V{2, 2}), TensorView(lens.data(), DType::i32, V{2}), b.o32({2, 4, 8}));
+                              TensorView(table.data(), DType::i32, V{2, 2}), TensorView(lens.data(), DType::i32, V{2}),
+                              b.o32({2, 4, 8}));
        }},
       {"seq_lens beyond the table", Errc::invalid_argument, "paged_attention", "seq_lens",
        [](Buffers& b) {
          std::vector<int32_t> table{0, 1, 2, 3}, lens{20, 33};
          ops::paged_attention(b.f32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}),
-                              TensorView(table.data(), DType::i32, V{2, 2}), TensorView(lens.data(), DType::i32, V{2}), b.o32({2, 4, 8}));
+                              TensorView(table.data(), DType::i32, V{2, 2}), TensorView(lens.data(), DType::i32, V{2}),
+                              b.o32({2, 4, 8}));
        }},
       // rms_norm, fused_add_rms_norm
       {"weight size", Errc::invalid_argument, "rms_norm", "weight",
-       [](Buffers& b) { ops::rms_norm(b.f32({4, 64}), b.f32({63}), 1e-6f, b.o32({4, 64})); }},
+       [](Buffers& b) {
+         ops::rms_norm(b.f32({4, 64}), b.f32({63}), 1e-6f, b.o32({4, 64}));
+       }},
       {"out shape", Errc::invalid_argument, "rms_norm", "out",
-       [](Buffers& b) { ops::rms_norm(b.f32({4, 64}), b.f32({64}), 1e-6f, b.o32({64, 4})); }},
+       [](Buffers& b) {
+         ops::rms_norm(b.f32({4, 64}), b.f32({64}), 1e-6f, b.o32({64, 4}));
+       }},
       {"eps", Errc::invalid_argument, "rms_norm", "eps",
-       [](Buffers& b) { ops::rms_norm(b.f32({4, 64}), b.f32({64}), -1.0f, b.o32({4, 64})); }},
+       [](Buffers& b) {
+         ops::rms_norm(b.f32({4, 64}), b.f32({64}), -1.0f, b.o32({4, 64}));
+       }},
       {"rank 0", Errc::invalid_argument, "rms_norm", "x",
        [](Buffers& b) { ops::rms_norm(b.f32({}), b.f32({1}), 1e-6f, b.o32({})); }},
       {"residual shape", Errc::invalid_argument, "fused_add_rms_norm", "residual",
-       [](Buffers& b) { ops::fused_add_rms_norm(b.f32({4, 64}), b.f32({4, 32}), b.f32({64}), 1e-6f, b.o32({4, 64})); }},
+       [](Buffers& b) {
+         ops::fused_add_rms_norm(b.f32({4, 64}), b.f32({4, 32}), b.f32({64}), 1e-6f, b.o32({4, 64}));
+       }},
       {"residual dtype", Errc::invalid_argument, "fused_add_rms_norm", "residual",
-       [](Buffers& b) { ops::fused_add_rms_norm(b.f32({4, 64}), b.bf16({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64})); }},
+       [](Buffers& b) {
+         ops::fused_add_rms_norm(b.f32({4, 64}), b.bf16({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64}));
+       }},
       // swiglu
       {"up shape", Errc::invalid_argument, "swiglu", "up",
-       [](Buffers& b) { ops::swiglu(b.f32({4, 64}), b.f32({4, 65}), b.o32({4, 64})); }},
+       [](Buffers& b) {
+         ops::swiglu(b.f32({4, 64}), b.f32({4, 65}), b.o32({4, 64}));
+       }},
       {"odd packed dim", Errc::invalid_argument, "swiglu_packed", "x",
-       [](Buffers& b) { ops::swiglu_packed(b.f32({4, 65}), b.o32({4, 32})); }},
+       [](Buffers& b) {
+         ops::swiglu_packed(b.f32({4, 65}), b.o32({4, 32}));
+       }},
       {"packed out", Errc::invalid_argument, "swiglu_packed", "out",
-       [](Buffers& b) { ops::swiglu_packed(b.f32({4, 64}), b.o32({4, 64})); }},
+       [](Buffers& b) {
+         ops::swiglu_packed(b.f32({4, 64}), b.o32({4, 64}));
+       }},
       // rope
       {"positions dtype", Errc::invalid_argument, "rope", "positions",
-       [](Buffers& b) { ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), b.f32({4}), b.f32({16, 64}), RopeStyle::neox); }},
+       [](Buffers& b) {
+         ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), b.f32({4}), b.f32({16, 64}), RopeStyle::neox);
+       }},
       {"odd rotary dim", Errc::invalid_argument, "rope", "cos_sin_cache",
-       [](Buffers& b) { ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), b.i32({4}), b.f32({16, 63}), RopeStyle::neox); }},
+       [](Buffers& b) {
+         ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), b.i32({4}), b.f32({16, 63}), RopeStyle::neox);
+       }},
       {"rotary dim > head dim", Errc::invalid_argument, "rope", "cos_sin_cache",
-       [](Buffers& b) { ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), b.i32({4}), b.f32({16, 128}), RopeStyle::neox); }},
+       [](Buffers& b) {
+         ops::rope(b.o32({4, 2, 64}), b.o32({4, 1, 64}), b.i32({4}), b.f32({16, 128}), RopeStyle::neox);
+       }},
       {"cache dtype", Errc::invalid_argument, "rope", "cos_sin_cache",
-       [](Buffers& b) { ops::rope(b.bf16({4, 2, 64}), b.bf16({4, 1, 64}), b.i32({4}), b.bf16({16, 64}), RopeStyle::neox); }},
+       [](Buffers& b) {
+         ops::rope(b.bf16({4, 2, 64}), b.bf16({4, 1, 64}), b.i32({4}), b.bf16({16, 64}), RopeStyle::neox);
+       }},
       {"position out of range", Errc::invalid_argument, "rope", "positions",
        [](Buffers& b) {
          std::vector<int64_t> pos{0, 1, 16, 2};
@@ -176,7 +237,9 @@ const std::vector<BadCall>& bad_calls() {
        [](Buffers&) { ops::rope_cache(16, 64, -1.0); }},
       // linear
       {"w in features", Errc::invalid_argument, "linear", "w",
-       [](Buffers& b) { ops::linear(b.f32({4, 64}), b.f32({8, 32}), nullptr, b.o32({4, 8})); }},
+       [](Buffers& b) {
+         ops::linear(b.f32({4, 64}), b.f32({8, 32}), nullptr, b.o32({4, 8}));
+       }},
       {"bias size", Errc::invalid_argument, "linear", "bias",
        [](Buffers& b) {
          auto bias = b.f32({7});
@@ -223,8 +286,7 @@ TEST(Ops, OffsetOverflowNamesTheStrides) {
 
 TEST(Ops, EmptyTensorsAreValidNoOps) {
   Buffers b;
-  ops::rms_norm(TensorView(nullptr, DType::f32, {0, 64}), b.f32({64}), 1e-6f,
-                TensorView(nullptr, DType::f32, {0, 64}));
+  ops::rms_norm(TensorView(nullptr, DType::f32, {0, 64}), b.f32({64}), 1e-6f, TensorView(nullptr, DType::f32, {0, 64}));
   ops::linear(TensorView(nullptr, DType::f32, {0, 64}), b.f32({8, 64}), nullptr,
               TensorView(nullptr, DType::f32, {0, 8}));
   EXPECT_TRUE(b.out_untouched());
@@ -250,8 +312,8 @@ TEST(Ops, RunsOnAnExplicitStream) {
   auto& manager = DeviceManager::instance();
   Stream stream = manager.create_stream(Device::cpu());
   std::vector<float> x{3, 4}, w{1, 1}, out(2, 0);
-  ops::rms_norm(TensorView(x.data(), DType::f32, {1, 2}), TensorView(w.data(), DType::f32, {2}),
-                0.0f, TensorView(out.data(), DType::f32, {1, 2}), &stream);
+  ops::rms_norm(TensorView(x.data(), DType::f32, {1, 2}), TensorView(w.data(), DType::f32, {2}), 0.0f,
+                TensorView(out.data(), DType::f32, {1, 2}), &stream);
   stream.synchronize();
   EXPECT_NEAR(out[0], 3 / std::sqrt(12.5), 1e-6);
 }
@@ -300,7 +362,9 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
   };
   const std::vector<Overlap> overlaps = {
       {"linear", "out", "x",
-       [](Buffers& b) { ops::linear(b.o32({4, 64}), b.f32({8, 64}), nullptr, b.o32({4, 8})); }},
+       [](Buffers& b) {
+         ops::linear(b.o32({4, 64}), b.f32({8, 64}), nullptr, b.o32({4, 8}));
+       }},
       {"linear", "out", "bias",
        [](Buffers& b) {
          auto bias = b.o32({8});
@@ -313,8 +377,7 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
       {"attention", "out", "lse",
        [](Buffers& b) {
          auto lse = TensorView(b.out.data() + 8, DType::f32, {1, 2, 4});
-         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {},
-                        &lse);
+         ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), {}, &lse);
        }},
       {"attention", "out", "v",
        [](Buffers& b) {
@@ -329,7 +392,9 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
          ops::rms_norm(b.o32({4, 64}), b.f32({64}), 1e-6f, TensorView(b.out.data() + 1, DType::f32, {4, 64}));
        }},
       {"fused_add_rms_norm", "out", "residual",
-       [](Buffers& b) { ops::fused_add_rms_norm(b.f32({4, 64}), b.o32({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64})); }},
+       [](Buffers& b) {
+         ops::fused_add_rms_norm(b.f32({4, 64}), b.o32({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64}));
+       }},
       {"paged_attention", "out", "q",
        [](Buffers& b) {
          ops::paged_attention(b.o32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({2, 2}), b.i32({2}),
@@ -345,8 +410,8 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
     } catch (const Error& e) {
       const std::string message = e.what();
       EXPECT_EQ(e.code(), Errc::invalid_argument) << message;
-      EXPECT_EQ(message.rfind(std::string("xhal::ops::") + o.op + ": argument '" + o.arg + "': expected memory apart from '" +
-                                  o.other + "'",
+      EXPECT_EQ(message.rfind(std::string("xhal::ops::") + o.op + ": argument '" + o.arg +
+                                  "': expected memory apart from '" + o.other + "'",
                               0),
                 0u)
           << message;
@@ -388,8 +453,8 @@ TEST(Ops, InPlaceAndPackedViewsAreAccepted) {
     return TensorView(t.data(), t.dtype(), {1, t.size(0), t.size(1), t.size(2)},
                       {t.size(0) * t.stride(0), t.stride(0), t.stride(1), 1});
   };
-  EXPECT_NO_THROW(ops::attention(batched(q), batched(k), batched(v),
-                                 TensorView(out.data(), DType::f32, {1, T, Hq, D}), {.causal = true}));
+  EXPECT_NO_THROW(ops::attention(batched(q), batched(k), batched(v), TensorView(out.data(), DType::f32, {1, T, Hq, D}),
+                                 {.causal = true}));
 }
 
 }  // namespace

@@ -44,15 +44,15 @@ TEST_F(PluginFault, KernelErrorsSurfaceAsTheRightError) {
   Tensor linear_out = Tensor::empty({4, 4}, DType::f32, kFaulty);
   Tensor linear_w = Tensor::from_host(host.data(), {4, 16}, DType::f32, kFaulty);
 
-  expect_error([&] { ops::rms_norm(x, w, 1e-6f, out); }, Errc::device_error,
-               {"xhal::ops::rms_norm", "kernel faulty.rms_norm failed", "illegal memory access",
-                "outputs are undefined"});
+  expect_error(
+      [&] { ops::rms_norm(x, w, 1e-6f, out); }, Errc::device_error,
+      {"xhal::ops::rms_norm", "kernel faulty.rms_norm failed", "illegal memory access", "outputs are undefined"});
   try {
     ops::swiglu(x, x, out);
     ADD_FAILURE() << "swiglu did not fail";
   } catch (const OutOfMemoryError& e) {
-    EXPECT_NE(std::string(e.what()).find("faulty.swiglu failed: simulated: a 64 GiB workspace"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("faulty.swiglu failed: simulated: a 64 GiB workspace"), std::string::npos)
+        << e.what();
   }
   expect_error([&] { ops::swiglu_packed(x, half_out); }, Errc::internal,
                {"xhal::ops::swiglu_packed", "faulty.swiglu_packed failed: no message"});
@@ -83,8 +83,7 @@ TEST_F(PluginFault, RuntimeStaysUsableAfterKernelFaults) {
   Tensor on_faulty = Tensor::from_host(host.data(), {2, 16}, DType::f32, kFaulty);
   Tensor on_cpu = on_faulty.to(Device::cpu());
   std::vector<float> w(16, 1.0f), out(32);
-  ops::rms_norm(on_cpu, TensorView(w.data(), DType::f32, {16}), 0.0f,
-                TensorView(out.data(), DType::f32, {2, 16}));
+  ops::rms_norm(on_cpu, TensorView(w.data(), DType::f32, {16}), 0.0f, TensorView(out.data(), DType::f32, {2, 16}));
   double mean_square = 0;
   for (int i = 0; i < 16; ++i) mean_square += double(i) * i / 16;
   EXPECT_NEAR(out[15], 15 / std::sqrt(mean_square), 1e-5);

@@ -35,7 +35,8 @@ TEST(Plugin, SearchPathOpensOnlyBackendNames) {
   auto b = search_path_record("libxhal_ConstructorProbe.so");
   EXPECT_FALSE(b.loaded);
   EXPECT_NE(b.reason.find("not opened: 'ConstructorProbe' is not a backend name ([a-z][a-z0-9_]{0,31})"),
-            std::string::npos) << b.reason;
+            std::string::npos)
+      << b.reason;
   EXPECT_EQ(std::getenv("XHAL_TEST_PROBE_CONSTRUCTED"), nullptr) << "the library's constructor ran";
 }
 
@@ -64,7 +65,8 @@ TEST(Plugin, FileWritableByOthersIsRefusedUnopened) {
   auto b = DeviceManager::instance().load_plugin(path);
   EXPECT_FALSE(b.loaded);
   EXPECT_NE(b.reason.find("refused: " + path + " is writable by users other than its owner and root (mode 0666)"),
-            std::string::npos) << b.reason;
+            std::string::npos)
+      << b.reason;
   EXPECT_EQ(b.reason.find("ABI version"), std::string::npos) << "it was opened: " << b.reason;
 }
 
@@ -85,7 +87,8 @@ TEST(Plugin, WrongAbiVersionIsRefusedBeforeInit) {
   auto b = record_for("libxhal_wrongabi.so");
   EXPECT_FALSE(b.loaded);
   EXPECT_NE(b.reason.find("a plugin of ABI version 43; this xhal loads ABI version 2 plugins: rebuild it"),
-            std::string::npos) << b.reason;
+            std::string::npos)
+      << b.reason;
 }
 
 TEST(Plugin, AbiVersion1PluginIsRefusedBeforeInit) {
@@ -94,30 +97,29 @@ TEST(Plugin, AbiVersion1PluginIsRefusedBeforeInit) {
   EXPECT_FALSE(b.loaded);
   EXPECT_NE(b.reason.find("a plugin of ABI version 1 (it has no xhal_plugin_abi_version); this xhal loads "
                           "ABI version 2 plugins"),
-            std::string::npos) << b.reason;
+            std::string::npos)
+      << b.reason;
 }
 
 TEST(Plugin, FailingInitIsRefusedAndLeavesNoKernels) {
   auto b = record_for("libxhal_failinginit.so");
   EXPECT_FALSE(b.loaded);
-  EXPECT_NE(b.reason.find("initialisation failed: driver version 0 is older"), std::string::npos)
-      << b.reason;
+  EXPECT_NE(b.reason.find("initialisation failed: driver version 0 is older"), std::string::npos) << b.reason;
   for (const auto& k : registry::list_kernels()) EXPECT_NE(k.name, "failing.rms_norm");
 }
 
 TEST(Plugin, IncompleteTableIsRefusedNamingTheMember) {
   auto b = record_for("libxhal_incompletetable.so");
   EXPECT_FALSE(b.loaded);
-  EXPECT_NE(b.reason.find("function table is incomplete: event_query is not set"), std::string::npos)
-      << b.reason;
+  EXPECT_NE(b.reason.find("function table is incomplete: event_query is not set"), std::string::npos) << b.reason;
   for (const auto& k : registry::list_kernels()) EXPECT_NE(k.name, "incomplete.rms_norm");
 }
 
 TEST(Plugin, InitInterruptedByAnExceptionIsRefusedAndLeavesNoKernels) {
   auto b = record_for("libxhal_interruptedinit.so");
   EXPECT_FALSE(b.loaded);
-  EXPECT_NE(b.reason.find("initialisation threw: vendor runtime lost its device daemon"),
-            std::string::npos) << b.reason;
+  EXPECT_NE(b.reason.find("initialisation threw: vendor runtime lost its device daemon"), std::string::npos)
+      << b.reason;
   for (const auto& k : registry::list_kernels()) EXPECT_NE(k.name, "interrupted.rms_norm");
   EXPECT_FALSE(DeviceManager::instance().has_device(Device{DeviceType::ze, 0}));
 }
@@ -138,8 +140,8 @@ TEST(Plugin, CpuBackendStillWorks) {
   auto& manager = DeviceManager::instance();
   ASSERT_TRUE(manager.has_device(Device::cpu()));
   std::vector<float> x{1, 2, 3, 4}, w{1, 1, 1, 1}, out(4);
-  ops::rms_norm(TensorView(x.data(), DType::f32, {1, 4}), TensorView(w.data(), DType::f32, {4}),
-                0.0f, TensorView(out.data(), DType::f32, {1, 4}));
+  ops::rms_norm(TensorView(x.data(), DType::f32, {1, 4}), TensorView(w.data(), DType::f32, {4}), 0.0f,
+                TensorView(out.data(), DType::f32, {1, 4}));
   EXPECT_NEAR(out[3], 4.0 / std::sqrt(7.5), 1e-6);
 }
 
@@ -148,8 +150,8 @@ TEST(Plugin, SearchPathComesFirst) {
   auto first_test_plugin = std::find_if(backends.begin(), backends.end(), [](const BackendInfo& b) {
     return b.path.find(XHAL_TEST_PLUGIN_DIR) != std::string::npos;
   });
-  auto cpu = std::find_if(backends.begin(), backends.end(),
-                          [](const BackendInfo& b) { return b.name == "cpu" && b.loaded; });
+  auto cpu =
+      std::find_if(backends.begin(), backends.end(), [](const BackendInfo& b) { return b.name == "cpu" && b.loaded; });
   ASSERT_NE(first_test_plugin, backends.end());
   ASSERT_NE(cpu, backends.end());
   EXPECT_LT(first_test_plugin - backends.begin(), cpu - backends.begin())
@@ -179,7 +181,8 @@ TEST(Plugin, ExplicitBackendWithoutPluginSaysWhy) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::backend_unavailable);
     EXPECT_NE(std::string(e.what()).find("BACKEND_TYPE=intel: the ze plugin (libxhal_ze.so) was not found"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   unsetenv("BACKEND_TYPE");
 }

@@ -37,7 +37,7 @@ std::vector<std::string> cpu_rms_norm_kernels() {
 // Refuses rows longer than 8 elements, so calls with N > 8 fall back to the CPU's own kernels.
 const char* fast_supports(void*, const xhal_op_call* call) {
   return call->tensors[XHAL_RMS_NORM_X]->shape[call->tensors[XHAL_RMS_NORM_X]->ndim - 1] > 8 ? "rows longer than 8"
-                                                                          : nullptr;
+                                                                                             : nullptr;
 }
 
 xhal_status fast_run(void*, const xhal_op_call* call, char*, size_t) {
@@ -78,8 +78,8 @@ class Registry : public ::testing::Test {
     x_.assign(size_t(n), 1.0f);
     w_.assign(size_t(n), 1.0f);
     out_.assign(size_t(n), 0.0f);
-    ops::rms_norm(TensorView(x_.data(), DType::f32, {1, n}), TensorView(w_.data(), DType::f32, {n}),
-                  0.0f, TensorView(out_.data(), DType::f32, {1, n}));
+    ops::rms_norm(TensorView(x_.data(), DType::f32, {1, n}), TensorView(w_.data(), DType::f32, {n}), 0.0f,
+                  TensorView(out_.data(), DType::f32, {1, n}));
   }
   std::vector<float> x_, w_, out_;
   int64_t handle_ = 0;
@@ -124,8 +124,8 @@ TEST_F(Registry, ExplainSaysWhichKernelAndWhy) {
 TEST_F(Registry, ExplainReportsValidationErrors) {
   auto ex = registry::explain([&] {
     std::vector<float> x(8);
-    ops::rms_norm(TensorView(x.data(), DType::f32, {2, 4}), TensorView(x.data(), DType::f32, {3}),
-                  0.0f, TensorView(x.data(), DType::f32, {2, 4}));
+    ops::rms_norm(TensorView(x.data(), DType::f32, {2, 4}), TensorView(x.data(), DType::f32, {3}), 0.0f,
+                  TensorView(x.data(), DType::f32, {2, 4}));
   });
   EXPECT_NE(ex.error.find("argument 'weight'"), std::string::npos) << ex.error;
 }
@@ -201,8 +201,8 @@ TEST(RegistryEnv, ForceReferenceFromEnvironment) {
   const int64_t handle = register_test_rms_norm("test.env_rms_norm", nullptr);
   std::vector<float> x(4, 1.0f), out(4, 0.0f);
   auto ex = registry::explain([&] {
-    ops::rms_norm(TensorView(x.data(), DType::f32, {1, 4}), TensorView(x.data(), DType::f32, {4}),
-                  0.0f, TensorView(out.data(), DType::f32, {1, 4}));
+    ops::rms_norm(TensorView(x.data(), DType::f32, {1, 4}), TensorView(x.data(), DType::f32, {4}), 0.0f,
+                  TensorView(out.data(), DType::f32, {1, 4}));
   });
   registry::unregister_kernel(handle);
   // Every kernel but the reference (the last) is passed over, the reference taken.
@@ -220,8 +220,8 @@ TEST(RegistryEnvStrict, BadValueLeavesStrictOff) {
   if (std::getenv("XHAL_STRICT") == nullptr) GTEST_SKIP() << "needs XHAL_STRICT";
   const int64_t handle = register_test_rms_norm("test.env_strict_rms_norm", fast_supports);
   std::vector<float> x(16, 1.0f), out(16, 0.0f);
-  EXPECT_NO_THROW(ops::rms_norm(TensorView(x.data(), DType::f32, {1, 16}), TensorView(x.data(), DType::f32, {16}),
-                                0.0f, TensorView(out.data(), DType::f32, {1, 16})));
+  EXPECT_NO_THROW(ops::rms_norm(TensorView(x.data(), DType::f32, {1, 16}), TensorView(x.data(), DType::f32, {16}), 0.0f,
+                                TensorView(out.data(), DType::f32, {1, 16})));
   registry::unregister_kernel(handle);
   EXPECT_FLOAT_EQ(out[0], 1.0f);
   EXPECT_FALSE(registry::list_kernels().empty());

@@ -59,8 +59,8 @@ double rms_norm_error(Device device, const Stream* stream, int64_t rows, int64_t
   dw.copy_from_host(w.data());
   ops::rms_norm(dx, dw, 1e-6f, dout, stream);
   dout.copy_to_host(out.data());
-  const auto exact = golden::rms_norm(std::vector<double>(x.begin(), x.end()),
-                                      std::vector<double>(w.begin(), w.end()), 1e-6);
+  const auto exact =
+      golden::rms_norm(std::vector<double>(x.begin(), x.end()), std::vector<double>(w.begin(), w.end()), 1e-6);
   double worst = 0;
   for (size_t i = 0; i < count; ++i) {
     worst = std::max(worst, std::abs(out[i] - exact[i]) / (std::abs(exact[i]) + 1e-3));
@@ -79,7 +79,9 @@ TEST(Stress, ConcurrentStartupAndPluginLoad) {
     (void)manager.default_device();
     auto info = manager.load_plugin(XHAL_TEST_STREAMS_PLUGIN);
     (info.loaded ? loaded : refused)++;
-    if (!info.loaded) EXPECT_NE(info.reason.find("already provided"), std::string::npos) << info.reason;
+    if (!info.loaded) {
+      EXPECT_NE(info.reason.find("already provided"), std::string::npos) << info.reason;
+    }
     EXPECT_FALSE(registry::list_kernels().empty());
     (void)manager.memory_status(Device::cpu());
     (void)t;
@@ -130,7 +132,8 @@ xhal_status scalar_rms_norm(void*, const xhal_op_call* call, char*, size_t) {
   for (int64_t r = 0; r < rows; ++r) {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += double(in[r * n + i]) * in[r * n + i];
-    const auto inv = float(1.0 / std::sqrt(sum / double(n) + static_cast<const xhal_norm_op_params*>(call->params)->eps));
+    const auto inv =
+        float(1.0 / std::sqrt(sum / double(n) + static_cast<const xhal_norm_op_params*>(call->params)->eps));
     for (int64_t i = 0; i < n; ++i) out[r * n + i] = in[r * n + i] * inv * w[i];
   }
   return XHAL_OK;
@@ -169,7 +172,8 @@ TEST(Stress, RegistryChurnDuringDispatch) {
 
 // The trace and the shadow check switched on and off while ops run on every thread.
 TEST(Stress, InstrumentationToggledDuringDispatch) {
-  const auto trace = std::filesystem::temp_directory_path() / ("xhal_stress_trace_" + std::to_string(getpid()) + ".json");
+  const auto trace =
+      std::filesystem::temp_directory_path() / ("xhal_stress_trace_" + std::to_string(getpid()) + ".json");
   std::atomic<int> failures{0};
   std::atomic<bool> done{false};
   std::atomic<int> dispatchers_left{kThreads - 1};
@@ -199,7 +203,8 @@ TEST(Stress, InstrumentationToggledDuringDispatch) {
 // Device time in the trace: events of ze calls wait for their end event (the test plugin's events
 // complete at the second query) and are all written, with device_time_us, by stop_trace.
 TEST(Stress, TraceDeviceTimeFromManyThreads) {
-  const auto trace = std::filesystem::temp_directory_path() / ("xhal_stress_device_time_" + std::to_string(getpid()) + ".json");
+  const auto trace =
+      std::filesystem::temp_directory_path() / ("xhal_stress_device_time_" + std::to_string(getpid()) + ".json");
   constexpr int kCalls = 40;
   start_trace(trace.string());
   on_threads([&](int t) {

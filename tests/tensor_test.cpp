@@ -65,9 +65,10 @@ TEST(Tensor, MemoryReturnsToTheAllocator) {
 TEST(Tensor, SizesThatOverflowAreRefused) {
   const int64_t huge = (int64_t(1) << 62) + 1;
   for (const auto& make : std::vector<std::function<void()>>{
-           [&] { Tensor::empty({huge}, DType::f32, Device::cpu()); },
-           [&] { TensorView(nullptr, DType::f32, {huge}); },
-           [&] { TensorView(nullptr, DType::f16, {int64_t(1) << 31, int64_t(1) << 31, 4}); },
+           [&] { Tensor::empty({huge}, DType::f32, Device::cpu()); }, [&] { TensorView(nullptr, DType::f32, {huge}); },
+           [&] {
+             TensorView(nullptr, DType::f16, {int64_t(1) << 31, int64_t(1) << 31, 4});
+           },
            [&] { TensorView(nullptr, DType::f32, {huge}, {1}); }}) {
     try {
       make();
@@ -104,7 +105,8 @@ TEST(Tensor, NullPointersAreErrors) {
   expect_null_error([&] { t.copy_from_host(nullptr); }, "src");
   expect_null_error([&] { t.copy_to_host(nullptr); }, "dst");
   expect_null_error([&] { Tensor::from_host(nullptr, {4}, DType::f32, Device::cpu()); }, "src");
-  expect_null_error([&] { copy(TensorView(nullptr, DType::f32, {4}), TensorView(host.data(), DType::f32, {4})); }, "dst");
+  expect_null_error([&] { copy(TensorView(nullptr, DType::f32, {4}), TensorView(host.data(), DType::f32, {4})); },
+                    "dst");
   // A DLTensor's offset is added only to a real pointer.
   const TensorView view(host.data(), DType::f32, {4});
   DLTensor dl = view.to_dlpack();  // points at the view's shape and strides

@@ -54,7 +54,9 @@ TEST(Trace, WritesOneEventPerOpCall) {
     EXPECT_NE(line.find(R"("dur":)"), std::string::npos) << line;
   }
   EXPECT_EQ(ops_seen, (std::vector<std::string>{"rms_norm", "rms_norm", "swiglu"}));
-  const auto rms = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.find(R"("name":"rms_norm")") != std::string::npos; });
+  const auto rms = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find(R"("name":"rms_norm")") != std::string::npos;
+  });
   ASSERT_NE(rms, lines.end());
   EXPECT_NE(rms->find(R"("shapes":"x[3,40] weight[40] out[3,40]")"), std::string::npos) << *rms;
   EXPECT_NE(rms->find(R"("bytes":1120)"), std::string::npos) << *rms;  // (120 + 40 + 120) * 4

@@ -29,7 +29,9 @@ expect() {  # expect OP RESULT: every dtype column of OP's row reads RESULT
   local row
   row=$(grep -E "^$1 " "$work/conformance.log" | tail -n 1)
   [ -n "$row" ] || { echo "no row for $1"; exit 1; }
-  for cell in $(awk '{for (i = 2; i <= NF; ++i) print $i}' <<<"$row"); do
+  local cells
+  read -r -a cells <<<"$row"
+  for cell in "${cells[@]:1}"; do
     [ "$cell" = "$2" ] || { echo "$1: expected $2 in every column, got: $row"; exit 1; }
   done
 }

@@ -8,15 +8,14 @@
 
 static int passed, failed;
 
-#define CHECK(cond)                                                       \
-  do {                                                                    \
-    if (cond) {                                                           \
-      ++passed;                                                           \
-    } else {                                                              \
-      ++failed;                                                           \
-      fprintf(stderr, "%s:%d: failed: %s (last error: %s)\n", __FILE__,   \
-              __LINE__, #cond, xhal_last_error());                        \
-    }                                                                     \
+#define CHECK(cond)                                                                                          \
+  do {                                                                                                       \
+    if (cond) {                                                                                              \
+      ++passed;                                                                                              \
+    } else {                                                                                                 \
+      ++failed;                                                                                              \
+      fprintf(stderr, "%s:%d: failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, xhal_last_error()); \
+    }                                                                                                        \
   } while (0)
 
 static DLTensor tensor(void* data, DLDataType dtype, int ndim, int64_t* shape) {
@@ -75,12 +74,14 @@ int main(void) {
   DLTensor tnull = tensor(NULL, f32, 2, xs);
   tnull.byte_offset = 16;
   CHECK(xhal_rms_norm(&tx, &tw, 0.0f, &tnull, NULL) == XHAL_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(xhal_last_error(), "xhal_rms_norm: argument 'out': TensorView::from_dlpack: data is NULL but byte_offset is 16") != NULL);
+  CHECK(strstr(xhal_last_error(),
+               "xhal_rms_norm: argument 'out': TensorView::from_dlpack: data is NULL but byte_offset is 16") != NULL);
   tnull.byte_offset = 0;
   CHECK(xhal_rms_norm(&tx, &tw, 0.0f, &tnull, NULL) == XHAL_ERR_INVALID_ARGUMENT);
   CHECK(strstr(xhal_last_error(), "argument 'out'") != NULL);
   /* A byte offset that the data pointer makes up for: the same tensor. */
-  DLTensor tshifted = tensor((char*)out - 12, f32, 2, xs);
+  /* (through an integer: a pointer before the array's start may not be formed) */
+  DLTensor tshifted = tensor((void*)((uintptr_t)out - 12), f32, 2, xs);
   tshifted.byte_offset = 12;
   CHECK(xhal_rms_norm(&tx, &tw, 0.0f, &tshifted, NULL) == XHAL_OK);
   CHECK(fabsf(out[1][0] - 1.0f) < 1e-6f);

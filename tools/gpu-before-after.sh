@@ -11,13 +11,17 @@ out=$2
 rounds=${3:-3}
 filter=${GPU_BENCH_FILTER:-^(rms|fused|swiglu|rope|attention|paged|linear)}
 # shellcheck disable=SC2086
-cmake -S "$before_src" -B build-gpu-before -G Ninja -DCMAKE_BUILD_TYPE=Release ${XHAL_GPU_CMAKE_ARGS:-} \
-  >"$out/before-configure.log" 2>&1 &&
-  cmake --build build-gpu-before -j"$(nproc)" --target xhal xhal_cuda xhal-bench >"$out/before-build.log" 2>&1 ||
-  { echo "before/after: the older tree did not build (before-build.log)"; tail -n 20 "$out/before-build.log"; exit 1; }
+if ! cmake -S "$before_src" -B build-gpu-before -G Ninja -DCMAKE_BUILD_TYPE=Release ${XHAL_GPU_CMAKE_ARGS:-} \
+       >"$out/before-configure.log" 2>&1 ||
+   ! cmake --build build-gpu-before -j"$(nproc)" --target xhal xhal_cuda xhal-bench >"$out/before-build.log" 2>&1; then
+  echo "before/after: the older tree did not build (before-build.log)"
+  tail -n 20 "$out/before-build.log"
+  exit 1
+fi
 for round in $(seq "$rounds"); do
   for side in before after; do
-    build=build-gpu; [ "$side" = before ] && build=build-gpu-before
+    build="build-gpu"
+    [ "$side" = before ] && build="build-gpu-before"
     "$build/bin/xhal-bench" --device cuda:0 --benchmark_min_time=0.2 --benchmark_filter="$filter" \
       --benchmark_out="$out/bench-$side-$round.json" --benchmark_out_format=json >/dev/null 2>&1 ||
       echo "before/after: xhal-bench ($side, round $round) failed"

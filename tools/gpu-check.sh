@@ -12,7 +12,7 @@
 # built here from another commit, carried) alternated with this build's), cpu_peers (with cpu: the
 # PyTorch comparison on the CPU). The CUDA build runs unless only cpu stages are asked for.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
 # tool brings back only a few files).
 final=${OUT:-gpu-check-out}
@@ -41,7 +41,10 @@ fi
 # NCCL for the collectives, loaded at run time: the system's, else the copy a Python package ships.
 if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2'; then
   nccl=$(find / \( -path /proc -o -path /sys \) -prune -o -name 'libnccl.so.2' -print 2>/dev/null | head -n 1)
-  [ -n "$nccl" ] && export LD_LIBRARY_PATH=$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if [ -n "$nccl" ]; then
+    LD_LIBRARY_PATH=$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH
+  fi
 fi
 # nccl.h and the library for xhal-comm-bench's raw NCCL comparison.
 nccl_header=$(find / \( -path /proc -o -path /sys \) -prune -o -name nccl.h -print 2>/dev/null | head -n 1)
@@ -49,7 +52,7 @@ nccl_root=${nccl_header:+$(dirname "$(dirname "$nccl_header")")}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
 # The CUDA build, unless only the CPU stages were asked for (they build their own tree).
-build=build-gpu
+build="build-gpu"
 if ! [[ $stages =~ ^,(cpu,|cpu_peers,)+$ ]]; then
   start=$(date +%s)
   export XHAL_GPU_CMAKE_ARGS="-DXHAL_WITH_CUDA=ON -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root}"
@@ -162,7 +165,7 @@ if want cpu; then
     # OpenBLAS 0.3.21 does not know this machine's Xeon and would run its Prescott kernels (a
     # fifth of the rate); its nearest known core with AVX512_BF16 is Cooper Lake.
     grep -q avx512_bf16 /proc/cpuinfo && export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-COOPERLAKE}
-    cpu_build=build-gpu-cpu
+    cpu_build="build-gpu-cpu"
     start=$(date +%s)
     if cmake -S . -B "$cpu_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_WITH_CUDA=OFF -DXHAL_WITH_HIP=OFF \
          -DXHAL_WITH_HIGHWAY=ON -DXHAL_WITH_BLAS=ON -DCMAKE_PREFIX_PATH="$deps" \

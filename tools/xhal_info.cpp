@@ -54,17 +54,17 @@ std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes)
 void print_text(const Report& r) {
   fmt::print("Backends:\n");
   for (const auto& b : r.backends) {
-    fmt::print("  {:<6} {:<10} {} device(s)  {}\n", b.name, b.loaded ? "loaded" : "not loaded",
-               b.device_count, b.path);
+    fmt::print("  {:<6} {:<10} {} device(s)  {}\n", b.name, b.loaded ? "loaded" : "not loaded", b.device_count, b.path);
     if (!b.version.empty()) fmt::print("         version: {}\n", b.version);
     if (!b.reason.empty()) fmt::print("         reason: {}\n", b.reason);
   }
   fmt::print("Devices:\n");
   for (const auto& d : r.devices) {
-    fmt::print("  {:<7} {} | arch {} | {} compute units | warp {} | memory {} total, {} free | "
-               "xhal allocated {} B, reserved {} B\n",
-               d.device.str(), d.props.name, d.props.arch, d.props.compute_units, d.props.warp_size,
-               gib(d.props.total_memory), gib(d.memory.free), d.memory.allocated, d.memory.reserved);
+    fmt::print(
+        "  {:<7} {} | arch {} | {} compute units | warp {} | memory {} total, {} free | "
+        "xhal allocated {} B, reserved {} B\n",
+        d.device.str(), d.props.name, d.props.arch, d.props.compute_units, d.props.warp_size, gib(d.props.total_memory),
+        gib(d.memory.free), d.memory.allocated, d.memory.reserved);
   }
   if (r.default_error.empty()) {
     fmt::print("Default device: {} ({})\n", r.default_device, r.default_reason);
@@ -73,43 +73,42 @@ void print_text(const Report& r) {
   }
   fmt::print("Kernels ({}):\n", r.kernels.size());
   for (const auto& k : r.kernels) {
-    fmt::print("  {:<19} {:<5} {:<5} {:<26} priority {:>3}{}  rtol {:g} atol {:g}\n",
-               xhal::op_name(k.op), xhal::device_type_name(k.backend), xhal::dtype_name(k.dtype),
-               k.name, k.priority, k.is_reference ? " reference" : "", k.rtol, k.atol);
+    fmt::print("  {:<19} {:<5} {:<5} {:<26} priority {:>3}{}  rtol {:g} atol {:g}\n", xhal::op_name(k.op),
+               xhal::device_type_name(k.backend), xhal::dtype_name(k.dtype), k.name, k.priority,
+               k.is_reference ? " reference" : "", k.rtol, k.atol);
   }
 }
 
 void print_json(const Report& r) {
   std::vector<std::string> backends, devices, kernels;
   for (const auto& b : r.backends) {
-    backends.push_back(fmt::format(
-        "{{\"name\":{},\"loaded\":{},\"reason\":{},\"path\":{},\"version\":{},\"device_count\":{}}}",
-        json_string(b.name), b.loaded, json_string(b.reason), json_string(b.path),
-        json_string(b.version), b.device_count));
+    backends.push_back(
+        fmt::format("{{\"name\":{},\"loaded\":{},\"reason\":{},\"path\":{},\"version\":{},\"device_count\":{}}}",
+                    json_string(b.name), b.loaded, json_string(b.reason), json_string(b.path), json_string(b.version),
+                    b.device_count));
   }
   for (const auto& d : r.devices) {
     devices.push_back(fmt::format(
         "{{\"device\":{},\"name\":{},\"arch\":{},\"total_memory\":{},\"compute_units\":{},"
         "\"warp_size\":{},\"memory\":{{\"free\":{},\"total\":{},\"allocated\":{},\"reserved\":{},"
         "\"peak_allocated\":{},\"num_allocs\":{},\"num_ooms\":{}}}}}",
-        json_string(d.device.str()), json_string(d.props.name), json_string(d.props.arch),
-        d.props.total_memory, d.props.compute_units, d.props.warp_size, d.memory.free,
-        d.memory.total, d.memory.allocated, d.memory.reserved, d.memory.peak_allocated,
-        d.memory.num_allocs, d.memory.num_ooms));
+        json_string(d.device.str()), json_string(d.props.name), json_string(d.props.arch), d.props.total_memory,
+        d.props.compute_units, d.props.warp_size, d.memory.free, d.memory.total, d.memory.allocated, d.memory.reserved,
+        d.memory.peak_allocated, d.memory.num_allocs, d.memory.num_ooms));
   }
   for (const auto& k : r.kernels) {
     kernels.push_back(fmt::format(
         "{{\"op\":{},\"backend\":{},\"dtype\":{},\"name\":{},\"priority\":{},\"reference\":{},"
         "\"rtol\":{},\"atol\":{}}}",
         json_string(xhal::op_name(k.op)), json_string(xhal::device_type_name(k.backend)),
-        json_string(xhal::dtype_name(k.dtype)), json_string(k.name), k.priority, k.is_reference,
-        k.rtol, k.atol));
+        json_string(xhal::dtype_name(k.dtype)), json_string(k.name), k.priority, k.is_reference, k.rtol, k.atol));
   }
-  fmt::print("{{\"backends\":[{}],\"devices\":[{}],\"default_device\":{},\"default_reason\":{},"
-             "\"default_error\":{},\"kernels\":[{}]}}\n",
-             fmt::join(backends, ","), fmt::join(devices, ","),
-             r.default_error.empty() ? json_string(r.default_device) : "null",
-             json_string(r.default_reason), json_string(r.default_error), fmt::join(kernels, ","));
+  fmt::print(
+      "{{\"backends\":[{}],\"devices\":[{}],\"default_device\":{},\"default_reason\":{},"
+      "\"default_error\":{},\"kernels\":[{}]}}\n",
+      fmt::join(backends, ","), fmt::join(devices, ","),
+      r.default_error.empty() ? json_string(r.default_device) : "null", json_string(r.default_reason),
+      json_string(r.default_error), fmt::join(kernels, ","));
 }
 
 }  // namespace
@@ -120,7 +119,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
     } else if (std::strcmp(argv[i], "--version") == 0) {
-      std::printf("xhal %s (headers %s), plugin ABI %d\n", xhal_version(), XHAL_VERSION_STRING, XHAL_PLUGIN_ABI_VERSION);
+      std::printf("xhal %s (headers %s), plugin ABI %d\n", xhal_version(), XHAL_VERSION_STRING,
+                  XHAL_PLUGIN_ABI_VERSION);
       return 0;
     } else if (std::strcmp(argv[i], "--trace-summary") == 0 && i + 1 < argc) {
       const int top = i + 3 < argc && std::strcmp(argv[i + 2], "--top") == 0 ? std::atoi(argv[i + 3]) : 0;

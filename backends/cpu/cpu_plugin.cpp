@@ -85,8 +85,7 @@ xhal_status query_int(void*, int32_t device, xhal_query key, int64_t* value, cha
   }
 }
 
-xhal_status query_text(void*, int32_t device, xhal_query key, char* value, size_t value_len, char* msg,
-                       size_t len) {
+xhal_status query_text(void*, int32_t device, xhal_query key, char* value, size_t value_len, char* msg, size_t len) {
   if (auto s = check_device(device, msg, len); s != XHAL_OK) return s;
   int lanes = 1;
   switch (key) {
@@ -112,8 +111,7 @@ xhal_status host_release(void*, int32_t, void* ptr, char*, size_t) {
 
 // Large copies are split across the OpenMP threads: one core does not saturate memory bandwidth.
 // Beyond the caches they stream (kernels/cpu/stream_copy.hpp) where the plugin has SIMD kernels.
-xhal_status host_copy(void*, int32_t, void* dst, const void* src, size_t bytes, xhal_copy_kind, void*, char*,
-                      size_t) {
+xhal_status host_copy(void*, int32_t, void* dst, const void* src, size_t bytes, xhal_copy_kind, void*, char*, size_t) {
   constexpr size_t kParallelBytes = size_t(8) << 20;
   if (bytes < kParallelBytes) {
     if (bytes != 0) std::memcpy(dst, src, bytes);
@@ -147,16 +145,14 @@ xhal_status device_synchronize(void*, int32_t device, char* msg, size_t len) { r
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) uint32_t xhal_plugin_abi_version(void) {
-  return XHAL_PLUGIN_ABI_VERSION;
-}
+XHAL_PLUGIN_DEFINE_ABI_VERSION()
 
-extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
-    const xhal_host_api* host, xhal_plugin_api* api, char* reason, size_t reason_len) {
-  if (host == nullptr || host->abi_version != XHAL_PLUGIN_ABI_VERSION ||
-      api->struct_size < XHAL_PLUGIN_API_MIN_SIZE) {
-    std::snprintf(reason, reason_len, "xhal ABI %u, this cpu plugin needs %d",
-                  host ? host->abi_version : 0u, XHAL_PLUGIN_ABI_VERSION);
+extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(const xhal_host_api* host,
+                                                                               xhal_plugin_api* api, char* reason,
+                                                                               size_t reason_len) {
+  if (host == nullptr || host->abi_version != XHAL_PLUGIN_ABI_VERSION || api->struct_size < XHAL_PLUGIN_API_MIN_SIZE) {
+    std::snprintf(reason, reason_len, "xhal ABI %u, this cpu plugin needs %d", host ? host->abi_version : 0u,
+                  XHAL_PLUGIN_ABI_VERSION);
     return XHAL_ERR_UNSUPPORTED;
   }
   // The plugin's one variable of its own (docs/configuration.md); before any kernel is chosen.
@@ -167,9 +163,8 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(
     return XHAL_ERR_INVALID_ARGUMENT;
   }
   static const std::string version = std::string("xhal cpu plugin, OpenMP ") + std::to_string(_OPENMP) +
-                                     "; SIMD: " + xhal::cpu::simd_summary() +
-                                     "; BLAS: " + xhal::cpu::blas_summary() + "; " + xhal::cpu::onednn_summary() +
-                                     "; " + xhal::cpu::amx_summary();
+                                     "; SIMD: " + xhal::cpu::simd_summary() + "; BLAS: " + xhal::cpu::blas_summary() +
+                                     "; " + xhal::cpu::onednn_summary() + "; " + xhal::cpu::amx_summary();
   api->abi_version = XHAL_PLUGIN_ABI_VERSION;
   api->self = nullptr;  // one process-wide host: no state of its own
   api->backend = "cpu";

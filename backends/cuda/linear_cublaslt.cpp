@@ -70,13 +70,20 @@ xhal_status run_linear(const xhal_op_call* call, char* msg, size_t len) {
   Descriptors d;
   xhal_status s = check(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc", msg, len);
   const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
-  if (s == XHAL_OK) s = check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose), "TRANSA", msg, len);
-  if (s == XHAL_OK) s = check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none), "TRANSB", msg, len);
+  if (s == XHAL_OK)
+    s = check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose), "TRANSA",
+              msg, len);
+  if (s == XHAL_OK)
+    s = check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none), "TRANSB", msg,
+              len);
   if (s == XHAL_OK && bias != nullptr) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     const void* bias_ptr = bias->data;
-    s = check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue), "EPILOGUE", msg, len);
-    if (s == XHAL_OK) s = check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof bias_ptr), "BIAS_POINTER", msg, len);
+    s = check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+              "EPILOGUE", msg, len);
+    if (s == XHAL_OK)
+      s = check(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof bias_ptr),
+                "BIAS_POINTER", msg, len);
   }
   if (s == XHAL_OK) s = check(cublasLtMatrixLayoutCreate(&d.a, type, K, N, w->strides[0]), "layout w", msg, len);
   if (s == XHAL_OK) s = check(cublasLtMatrixLayoutCreate(&d.b, type, K, M, x->strides[0]), "layout x", msg, len);
@@ -85,7 +92,7 @@ xhal_status run_linear(const xhal_op_call* call, char* msg, size_t len) {
 
   static std::mutex cache_mutex;
   static std::map<AlgoKey, cublasLtMatmulAlgo_t> cache;
-  const AlgoKey key{call->device, int(call->dtype), M, N, K, x->strides[0], w->strides[0],
+  const AlgoKey key{call->device,    int(call->dtype), M, N, K, x->strides[0], w->strides[0],
                     out->strides[0], bias != nullptr};
   cublasLtMatmulAlgo_t algo{};
   bool found = false;
@@ -96,11 +103,17 @@ xhal_status run_linear(const xhal_op_call* call, char* msg, size_t len) {
   if (!found) {
     s = check(cublasLtMatmulPreferenceCreate(&d.pref), "preference", msg, len);
     const size_t workspace = kWorkspace;
-    if (s == XHAL_OK) s = check(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace), "workspace pref", msg, len);
+    if (s == XHAL_OK)
+      s = check(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                     sizeof workspace),
+                "workspace pref", msg, len);
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
-    if (s == XHAL_OK) s = check(cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &count), "heuristic", msg, len);
-    if (s == XHAL_OK && count == 0) s = check(CUBLAS_STATUS_NOT_SUPPORTED, "no cuBLASLt algorithm for this shape", msg, len);
+    if (s == XHAL_OK)
+      s = check(cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &count),
+                "heuristic", msg, len);
+    if (s == XHAL_OK && count == 0)
+      s = check(CUBLAS_STATUS_NOT_SUPPORTED, "no cuBLASLt algorithm for this shape", msg, len);
     if (s != XHAL_OK) return s;
     algo = result.algo;
     std::lock_guard lock(cache_mutex);
@@ -113,9 +126,9 @@ xhal_status run_linear(const xhal_op_call* call, char* msg, size_t len) {
     return refused;  // the allocator's message names the request
   }
   const float alpha = 1.0f, beta = 0.0f;
-  s = check(cublasLtMatmul(handle, d.op, &alpha, w->data, d.a, x->data, d.b, &beta, out->data, d.c,
-                           out->data, d.c, &algo, workspace, kWorkspace,
-                           static_cast<cudaStream_t>(call->stream)), "cublasLtMatmul", msg, len);
+  s = check(cublasLtMatmul(handle, d.op, &alpha, w->data, d.a, x->data, d.b, &beta, out->data, d.c, out->data, d.c,
+                           &algo, workspace, kWorkspace, static_cast<cudaStream_t>(call->stream)),
+            "cublasLtMatmul", msg, len);
   // The allocator is stream-ordered: the workspace is reused on this stream only after the matmul.
   call->host->scratch_free(call->host->ctx, call->device, workspace);
   return s;

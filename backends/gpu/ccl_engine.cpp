@@ -72,16 +72,18 @@ const Nccl* nccl(const char** why) {
     setenv("NCCL_RUNTIME_CONNECT", "0", 0);
     void* h = dlopen(XHAL_CCL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
-      std::snprintf(lib.error, sizeof lib.error, XHAL_CCL_LIBRARY " cannot be opened (%s); install %s or put it "
-                    "on LD_LIBRARY_PATH", dlerror(), XHAL_CCL_NAME);
+      std::snprintf(lib.error, sizeof lib.error,
+                    XHAL_CCL_LIBRARY
+                    " cannot be opened (%s); install %s or put it "
+                    "on LD_LIBRARY_PATH",
+                    dlerror(), XHAL_CCL_NAME);
       return false;
     }
     bool ok = true;
     auto sym = [&](auto& fn, const char* name) {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
       if (fn == nullptr && ok) {
-        std::snprintf(lib.error, sizeof lib.error, XHAL_CCL_LIBRARY " lacks %s (too old a %s?)", name,
-                      XHAL_CCL_NAME);
+        std::snprintf(lib.error, sizeof lib.error, XHAL_CCL_LIBRARY " lacks %s (too old a %s?)", name, XHAL_CCL_NAME);
         ok = false;
       }
     };
@@ -216,7 +218,8 @@ xhal_status create(void*, int32_t device, const void* id, int32_t rank, int32_t 
     if (other != nullptr) lib->CommAbort(other);
     if (state != ncclInProgress) return result(lib, state, step, msg, len);
     char detail[160];
-    std::snprintf(detail, sizeof detail, "not all %d ranks joined within %lld ms", size, static_cast<long long>(timeout_ms));
+    std::snprintf(detail, sizeof detail, "not all %d ranks joined within %lld ms", size,
+                  static_cast<long long>(timeout_ms));
     return fail(msg, len, XHAL_ERR_TIMEOUT, step, detail);
   };
   if (const ncclResult_t state = settle(lib, c, deadline); state != ncclSuccess) {
@@ -258,8 +261,7 @@ xhal_status enqueue(void* comm, xhal_comm_op op, const void* in, void* out, size
     case XHAL_COMM_ALL_GATHER: return enqueued(lib->AllGather(in, out, count, t, c, s), "ncclAllGather");
     case XHAL_COMM_REDUCE_SCATTER:
       return enqueued(lib->ReduceScatter(in, out, count, t, nccl_op(reduce), c, s), "ncclReduceScatter");
-    case XHAL_COMM_BROADCAST:
-      return enqueued(lib->Broadcast(in, out, count, t, peer, c, s), "ncclBroadcast");
+    case XHAL_COMM_BROADCAST: return enqueued(lib->Broadcast(in, out, count, t, peer, c, s), "ncclBroadcast");
     case XHAL_COMM_SEND: return enqueued(lib->Send(in, count, t, peer, c, s), "ncclSend");
     case XHAL_COMM_RECV: return enqueued(lib->Recv(out, count, t, peer, c, s), "ncclRecv");
   }
@@ -285,7 +287,8 @@ void destroy(void* comm) {
   const char* why = nullptr;
   if (const Nccl* lib = nccl(&why)) {
     auto c = static_cast<ncclComm_t>(comm);
-    if (lib->CommFinalize(c) == ncclInProgress) settle(lib, c, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    if (lib->CommFinalize(c) == ncclInProgress)
+      settle(lib, c, std::chrono::steady_clock::now() + std::chrono::seconds(60));
     lib->CommDestroy(c);
   }
 }
@@ -294,8 +297,8 @@ void destroy(void* comm) {
 
 const xhal_comm_api* ccl_comm_api(const xhal_host_api* host) {
   g_host = host;
-  static const xhal_comm_api api{sizeof(xhal_comm_api), XHAL_CCL_ENGINE, nullptr, make_id, create, enqueue, check, abort_comm,
-                                 destroy};
+  static const xhal_comm_api api{
+      sizeof(xhal_comm_api), XHAL_CCL_ENGINE, nullptr, make_id, create, enqueue, check, abort_comm, destroy};
   return &api;
 }
 

@@ -23,8 +23,10 @@ int32_t device_count(void*, char* reason, size_t len) {
     (void)gpuGetLastError();
     const char *name = gpuGetErrorName(err), *text = gpuGetErrorString(err);
     if (err == gpuErrorNoDevice) {
-      std::snprintf(reason, len, "the %s runtime finds no device (%s: no GPU, or its device files "
-                    "are not accessible to this process)", XHAL_GPU_RUNTIME, name);
+      std::snprintf(reason, len,
+                    "the %s runtime finds no device (%s: no GPU, or its device files "
+                    "are not accessible to this process)",
+                    XHAL_GPU_RUNTIME, name);
     } else if (std::strcmp(name, text) == 0) {
       std::snprintf(reason, len, "%s device count: %s", XHAL_GPU_RUNTIME, name);
     } else {
@@ -53,8 +55,7 @@ xhal_status query_int(void*, int32_t device, xhal_query key, int64_t* value, cha
   }
 }
 
-xhal_status query_text(void*, int32_t device, xhal_query key, char* value, size_t value_len, char* msg,
-                       size_t len) {
+xhal_status query_text(void*, int32_t device, xhal_query key, char* value, size_t value_len, char* msg, size_t len) {
   gpuDeviceProp_t p{};
   if (auto s = properties(device, &p, msg, len); s != XHAL_OK) return s;
   switch (key) {
@@ -81,8 +82,8 @@ xhal_status mem_release(void*, int32_t device, void* ptr, char* msg, size_t len)
   return check(gpuFree(ptr), "free", msg, len);
 }
 
-xhal_status mem_copy(void*, int32_t device, void* dst, const void* src, size_t bytes, xhal_copy_kind kind,
-                     void* stream, char* msg, size_t len) {
+xhal_status mem_copy(void*, int32_t device, void* dst, const void* src, size_t bytes, xhal_copy_kind kind, void* stream,
+                     char* msg, size_t len) {
   if (auto s = use(device, msg, len); s != XHAL_OK) return s;
   static constexpr gpuMemcpyKind kKinds[] = {gpuMemcpyHostToDevice, gpuMemcpyDeviceToHost, gpuMemcpyDeviceToDevice};
   return check(gpuMemcpyAsync(dst, src, bytes, kKinds[kind], static_cast<gpuStream_t>(stream)), "memcpy", msg, len);
@@ -90,8 +91,8 @@ xhal_status mem_copy(void*, int32_t device, void* dst, const void* src, size_t b
 
 xhal_status stream_create(void*, int32_t device, void** stream, char* msg, size_t len) {
   if (auto s = use(device, msg, len); s != XHAL_OK) return s;
-  return check(gpuStreamCreateWithFlags(reinterpret_cast<gpuStream_t*>(stream), gpuStreamNonBlocking),
-               "create stream", msg, len);
+  return check(gpuStreamCreateWithFlags(reinterpret_cast<gpuStream_t*>(stream), gpuStreamNonBlocking), "create stream",
+               msg, len);
 }
 
 xhal_status stream_destroy(void*, int32_t device, void* stream, char* msg, size_t len) {
@@ -111,14 +112,14 @@ xhal_status device_synchronize(void*, int32_t device, char* msg, size_t len) {
 
 xhal_status event_create(void*, int32_t device, void** event, char* msg, size_t len) {
   if (auto s = use(device, msg, len); s != XHAL_OK) return s;
-  return check(gpuEventCreateWithFlags(reinterpret_cast<gpuEvent_t*>(event), gpuEventDisableTiming),
-               "create event", msg, len);
+  return check(gpuEventCreateWithFlags(reinterpret_cast<gpuEvent_t*>(event), gpuEventDisableTiming), "create event",
+               msg, len);
 }
 
 xhal_status timed_event_create(void*, int32_t device, void** event, char* msg, size_t len) {
   if (auto s = use(device, msg, len); s != XHAL_OK) return s;
-  return check(gpuEventCreateWithFlags(reinterpret_cast<gpuEvent_t*>(event), gpuEventDefault),
-               "create timed event", msg, len);
+  return check(gpuEventCreateWithFlags(reinterpret_cast<gpuEvent_t*>(event), gpuEventDefault), "create timed event",
+               msg, len);
 }
 
 xhal_status event_elapsed_ms(void*, int32_t, void* start, void* end, float* ms, char* msg, size_t len) {
@@ -132,8 +133,8 @@ xhal_status event_destroy(void*, int32_t, void* event, char* msg, size_t len) {
 
 xhal_status event_record(void*, int32_t device, void* event, void* stream, char* msg, size_t len) {
   if (auto s = use(device, msg, len); s != XHAL_OK) return s;
-  return check(gpuEventRecord(static_cast<gpuEvent_t>(event), static_cast<gpuStream_t>(stream)), "record event",
-               msg, len);
+  return check(gpuEventRecord(static_cast<gpuEvent_t>(event), static_cast<gpuStream_t>(stream)), "record event", msg,
+               len);
 }
 
 xhal_status event_query(void*, int32_t, void* event, char* msg, size_t len) {
@@ -186,8 +187,8 @@ const char* runtime_versions() {
     gpu_version(runtime, &rt_major, &rt_minor);
     gpu_version(driver, &drv_major, &drv_minor);
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%s runtime %d.%d, driver %d.%d", XHAL_GPU_RUNTIME, rt_major, rt_minor,
-                  drv_major, drv_minor);
+    std::snprintf(buf, sizeof buf, "%s runtime %d.%d, driver %d.%d", XHAL_GPU_RUNTIME, rt_major, rt_minor, drv_major,
+                  drv_minor);
     return std::string(buf);
   }();
   return text.c_str();

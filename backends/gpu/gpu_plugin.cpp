@@ -1,5 +1,7 @@
-#include "gpu_plugin.hpp"
-
+// The entry points of the cuda and hip plugins, written once: the ABI check, the device glue
+// (device_api.hpp), the collectives engine (ccl_engine.hpp) and every kernel file built into the
+// plugin (the portable kernels of kernels/gpu and, in the cuda plugin, NVIDIA's own: the Hopper
+// attention kernels and linear through cuBLASLt).
 #include <cstdio>
 #include <string>
 
@@ -8,11 +10,13 @@
 #include "kernels/gpu/kernel_registration.hpp"
 #include "kernels/gpu/vendor_runtime.hpp"
 
-namespace xhal::gpu {
+XHAL_PLUGIN_DEFINE_ABI_VERSION()
 
-xhal_status init_gpu_plugin(const xhal_host_api* host, xhal_plugin_api* api, char* reason, size_t reason_len) {
-  if (host == nullptr || host->abi_version != XHAL_PLUGIN_ABI_VERSION ||
-      api->struct_size < XHAL_PLUGIN_API_MIN_SIZE) {
+extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(const xhal_host_api* host,
+                                                                               xhal_plugin_api* api, char* reason,
+                                                                               size_t reason_len) {
+  using namespace xhal::gpu;
+  if (host == nullptr || host->abi_version != XHAL_PLUGIN_ABI_VERSION || api->struct_size < XHAL_PLUGIN_API_MIN_SIZE) {
     std::snprintf(reason, reason_len, "xhal ABI %u, this %s plugin needs %d", host ? host->abi_version : 0u,
                   XHAL_GPU_BACKEND, XHAL_PLUGIN_ABI_VERSION);
     return XHAL_ERR_UNSUPPORTED;
@@ -23,8 +27,6 @@ xhal_status init_gpu_plugin(const xhal_host_api* host, xhal_plugin_api* api, cha
   api->shutdown = nullptr;
   api->comm = ccl_comm_api(host);
 
-  kernels::register_kernel_files(host);  // the portable kernels and, in the cuda plugin, NVIDIA's own
+  xhal::kernels::register_kernel_files(host);
   return XHAL_OK;
 }
-
-}  // namespace xhal::gpu

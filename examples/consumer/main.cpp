@@ -22,8 +22,7 @@ int main() {
     // By hand: mean(x^2) of row 1 = (1 + 4 + 9 + 16) / 4 = 7.5, so out[1][3] = 4 / sqrt(7.5) * 2.
     const double expected = 4.0 / std::sqrt(7.5 + double(eps)) * 2.0;
     if (std::fabs(got[7] - expected) > 1e-5 * std::fabs(expected)) {
-      std::fprintf(stderr, "consumer: rms_norm out[1][3] = %.7f, expected %.7f\n", got[7],
-                   expected);
+      std::fprintf(stderr, "consumer: rms_norm out[1][3] = %.7f, expected %.7f\n", got[7], expected);
       return 1;
     }
     std::printf("consumer: ok\n");

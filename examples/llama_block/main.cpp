@@ -77,9 +77,9 @@ Config parse_config(int argc, char** argv) {
 // Everything random, generated once on the host so every device computes from identical bits.
 struct HostData {
   std::vector<float> norm_in, norm_post, norm_final;  // [hidden]
-  std::vector<float> w_qkv, w_o, w_gate_up, w_down;   // linear weights, [out, in]
-  std::vector<float> prompt;                          // [tokens, hidden] embeddings
-  std::vector<float> decode_tokens;                   // [decode, hidden]
+  std::vector<float> w_qkv, w_o, w_gate_up, w_down;  // linear weights, [out, in]
+  std::vector<float> prompt;  // [tokens, hidden] embeddings
+  std::vector<float> decode_tokens;  // [decode, hidden]
 };
 
 HostData make_host_data(const Config& c, unsigned seed) {
@@ -91,9 +91,7 @@ HostData make_host_data(const Config& c, unsigned seed) {
     return v;
   };
   // Weights scaled by 1/sqrt(fan_in) keep activations O(1) through the layer, as trained models do.
-  auto weight = [&](int64_t out, int64_t in) {
-    return normal(size_t(out * in), 0.0f, 1.0f / std::sqrt(float(in)));
-  };
+  auto weight = [&](int64_t out, int64_t in) { return normal(size_t(out * in), 0.0f, 1.0f / std::sqrt(float(in))); };
   HostData h;
   h.norm_in = normal(size_t(c.hidden), 1.0f, 0.1f);
   h.norm_post = normal(size_t(c.hidden), 1.0f, 0.1f);
@@ -108,8 +106,7 @@ HostData make_host_data(const Config& c, unsigned seed) {
 }
 
 Tensor upload(const float* src, const std::vector<int64_t>& shape, DType dtype, Device device) {
-  const size_t n =
-      size_t(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
+  const size_t n = size_t(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
   if (dtype == DType::f32) return Tensor::from_host(src, shape, dtype, device);
   std::vector<uint16_t> bits(n);
   for (size_t i = 0; i < n; ++i) {
@@ -162,7 +159,7 @@ struct Layer {
   Device device;
   Tensor norm_in, norm_post, norm_final, w_qkv, w_o, w_gate_up, w_down, cos_sin;
   Tensor k_cache, v_cache, block_table;  // caches [num_blocks, block_size, Hkv, D]
-  std::vector<int32_t> table_host;       // the same page table, for the host to place new rows
+  std::vector<int32_t> table_host;  // the same page table, for the host to place new rows
 };
 
 Layer make_layer(const Config& c, const HostData& h, Device device) {
@@ -191,8 +188,7 @@ Layer make_layer(const Config& c, const HostData& h, Device device) {
 }
 
 // A view of `t` shifted by `offset` elements with the given shape and strides.
-TensorView slice(const Tensor& t, int64_t offset, std::vector<int64_t> shape,
-                 std::vector<int64_t> strides) {
+TensorView slice(const Tensor& t, int64_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides) {
   char* base = static_cast<char*>(t.data()) + offset * int64_t(xhal::dtype_size(t.dtype()));
   return TensorView(base, t.dtype(), shape, strides, t.device());
 }
@@ -231,10 +227,8 @@ Tensor forward(Layer& l, const float* x_host, int64_t T, int64_t p0, OpTimes& ti
   times.time("kv cache write", [&] {
     for (int64_t t = 0; t < T; ++t) {
       const int64_t p = p0 + t;
-      const int64_t slot =
-          int64_t(l.table_host[size_t(p / c.block_size)]) * c.block_size + p % c.block_size;
-      xhal::copy(slice(l.k_cache, slot * Hkv * D, {Hkv, D}, {D, 1}),
-                 slice(qkv, t * W + H * D, {Hkv, D}, {D, 1}));
+      const int64_t slot = int64_t(l.table_host[size_t(p / c.block_size)]) * c.block_size + p % c.block_size;
+      xhal::copy(slice(l.k_cache, slot * Hkv * D, {Hkv, D}, {D, 1}), slice(qkv, t * W + H * D, {Hkv, D}, {D, 1}));
       xhal::copy(slice(l.v_cache, slot * Hkv * D, {Hkv, D}, {D, 1}),
                  slice(qkv, t * W + (H + Hkv) * D, {Hkv, D}, {D, 1}));
     }
@@ -245,23 +239,18 @@ Tensor forward(Layer& l, const float* x_host, int64_t T, int64_t p0, OpTimes& ti
     // attention wants [B,S,H,D]: the same strided views with a batch dimension of 1 in front.
     const auto batch1 = [](const TensorView& t) {
       return TensorView(t.data(), t.dtype(), {1, t.size(0), t.size(1), t.size(2)},
-                        {t.size(0) * t.stride(0), t.stride(0), t.stride(1), t.stride(2)},
-                        t.device());
+                        {t.size(0) * t.stride(0), t.stride(0), t.stride(1), t.stride(2)}, t.device());
     };
-    times.time("attention", [&] {
-      ops::attention(batch1(q), batch1(k), batch1(v), batch1(attn), {.causal = true});
-    });
+    times.time("attention", [&] { ops::attention(batch1(q), batch1(k), batch1(v), batch1(attn), {.causal = true}); });
   } else {
-    times.time("paged_attention", [&] {
-      ops::paged_attention(q, l.k_cache, l.v_cache, l.block_table, seq_lens, attn);
-    });
+    times.time("paged_attention",
+               [&] { ops::paged_attention(q, l.k_cache, l.v_cache, l.block_table, seq_lens, attn); });
   }
 
   Tensor o = Tensor::empty({T, c.hidden}, c.dtype, dev);
   const TensorView attn2d(attn.data(), c.dtype, {T, H * D}, dev);
   times.time(linear + "o", [&] { ops::linear(attn2d, l.w_o, nullptr, o); });
-  times.time("fused_add_rms_norm",
-             [&] { ops::fused_add_rms_norm(o, residual, l.norm_post, c.eps, normed); });
+  times.time("fused_add_rms_norm", [&] { ops::fused_add_rms_norm(o, residual, l.norm_post, c.eps, normed); });
   Tensor gate_up = Tensor::empty({T, 2 * c.inter}, c.dtype, dev);
   times.time(linear + "gate_up", [&] { ops::linear(normed, l.w_gate_up, nullptr, gate_up); });
   Tensor act = Tensor::empty({T, c.inter}, c.dtype, dev);
@@ -271,8 +260,7 @@ Tensor forward(Layer& l, const float* x_host, int64_t T, int64_t p0, OpTimes& ti
   // xhal has no plain add: the MLP's residual add is fused into the next norm, as a model does
   // before its next layer (here the final norm).
   Tensor out = Tensor::empty({T, c.hidden}, c.dtype, dev);
-  times.time("fused_add_rms_norm",
-             [&] { ops::fused_add_rms_norm(down, residual, l.norm_final, c.eps, out); });
+  times.time("fused_add_rms_norm", [&] { ops::fused_add_rms_norm(down, residual, l.norm_final, c.eps, out); });
   return out;
 }
 
@@ -310,14 +298,14 @@ int run(int argc, char** argv) {
   const Config c = parse_config(argc, argv);
   auto& dm = xhal::DeviceManager::instance();
   const Device device = dm.default_device();
-  std::printf("llama_block on %s (%s): %s\n", device.str().c_str(),
-              dm.properties(device).name.c_str(), dm.default_device_reason().c_str());
+  std::printf("llama_block on %s (%s): %s\n", device.str().c_str(), dm.properties(device).name.c_str(),
+              dm.default_device_reason().c_str());
   std::printf(
       "hidden %lld, heads %lld/%lld x %lld, intermediate %lld, prompt %lld, decode %lld, "
       "block %lld, %s, %lld untimed pass(es) first\n",
-      (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads, (long long)c.head_dim,
-      (long long)c.inter, (long long)c.tokens, (long long)c.decode, (long long)c.block_size,
-      std::string(xhal::dtype_name(c.dtype)).c_str(), (long long)c.warmup);
+      (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads, (long long)c.head_dim, (long long)c.inter,
+      (long long)c.tokens, (long long)c.decode, (long long)c.block_size, std::string(xhal::dtype_name(c.dtype)).c_str(),
+      (long long)c.warmup);
 
   const HostData host = make_host_data(c, 2024);
   for (int64_t i = 0; i < c.warmup; ++i) run_model(c, host, device);
@@ -326,10 +314,10 @@ int run(int argc, char** argv) {
 
   const auto last = result.outputs.end() - c.hidden;  // the last token's final hidden state
   const double checksum = std::accumulate(last, result.outputs.end(), 0.0);
-  const double abs_sum = std::accumulate(last, result.outputs.end(), 0.0,
-                                         [](double s, float x) { return s + std::fabs(x); });
-  std::printf("\nfinal hidden state (position %lld): sum %.6f, sum|x| %.6f\n",
-              (long long)(c.max_pos() - 1), checksum, abs_sum);
+  const double abs_sum =
+      std::accumulate(last, result.outputs.end(), 0.0, [](double s, float x) { return s + std::fabs(x); });
+  std::printf("\nfinal hidden state (position %lld): sum %.6f, sum|x| %.6f\n", (long long)(c.max_pos() - 1), checksum,
+              abs_sum);
 
   if (device.type == xhal::DeviceType::cpu) {
     std::printf("ran on the CPU, the reference itself: no comparison needed\n");
@@ -342,8 +330,8 @@ int run(int argc, char** argv) {
     max_diff = std::max(max_diff, double(std::fabs(result.outputs[i] - ref.outputs[i])));
     max_ref = std::max(max_ref, double(std::fabs(ref.outputs[i])));
   }
-  std::printf("vs cpu over all %lld positions: max |%s - cpu| / max |cpu| = %.3e\n",
-              (long long)c.max_pos(), device.str().c_str(), max_diff / std::max(max_ref, 1e-30));
+  std::printf("vs cpu over all %lld positions: max |%s - cpu| / max |cpu| = %.3e\n", (long long)c.max_pos(),
+              device.str().c_str(), max_diff / std::max(max_ref, 1e-30));
   return 0;
 }
 

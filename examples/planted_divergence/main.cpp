@@ -63,7 +63,9 @@ int main(int argc, char** argv) {
     const xhal::Tensor x = random({tokens, hidden}, rng, 1.0f), norm_w = random({hidden}, rng, 1.0f);
     const xhal::Tensor w_gate = random({inter, hidden}, rng, 0.06f), w_up = random({inter, hidden}, rng, 0.06f);
     const xhal::Tensor w_down = random({hidden, inter}, rng, 0.03f);
-    const auto f32 = [&](int64_t rows, int64_t cols) { return xhal::Tensor::empty({rows, cols}, xhal::DType::f32, cpu); };
+    const auto f32 = [&](int64_t rows, int64_t cols) {
+      return xhal::Tensor::empty({rows, cols}, xhal::DType::f32, cpu);
+    };
     xhal::Tensor h = f32(tokens, hidden), gate = f32(tokens, inter), up = f32(tokens, inter);
     xhal::Tensor act = f32(tokens, inter), out = f32(tokens, hidden);
     xhal::ops::rms_norm(x, norm_w, 1e-6f, h);

@@ -11,8 +11,7 @@ namespace toyaccel {
 xhal_status Device::allocate(size_t bytes, void** ptr, char* msg, size_t msg_len) {
   std::lock_guard lock(mutex_);
   if (bytes > kCapacity - used_) {
-    std::snprintf(msg, msg_len, "toyaccel: %zu bytes requested, %zu of %zu free", bytes, kCapacity - used_,
-                  kCapacity);
+    std::snprintf(msg, msg_len, "toyaccel: %zu bytes requested, %zu of %zu free", bytes, kCapacity - used_, kCapacity);
     return XHAL_ERR_OUT_OF_MEMORY;
   }
   *ptr = std::malloc(bytes == 0 ? 1 : bytes);
@@ -61,7 +60,9 @@ xhal_status query_int(void*, int32_t device, xhal_query key, int64_t* value, cha
     case XHAL_QUERY_TOTAL_MEMORY: *value = int64_t(Device::kCapacity); return XHAL_OK;
     case XHAL_QUERY_COMPUTE_UNITS: *value = 1; return XHAL_OK;
     case XHAL_QUERY_WARP_SIZE: *value = 1; return XHAL_OK;
-    default: std::snprintf(msg, len, "toyaccel does not know integer property %d", int(key)); return XHAL_ERR_UNSUPPORTED;
+    default:
+      std::snprintf(msg, len, "toyaccel does not know integer property %d", int(key));
+      return XHAL_ERR_UNSUPPORTED;
   }
 }
 
@@ -91,8 +92,8 @@ xhal_status mem_release(void* self, int32_t device, void* ptr, char* msg, size_t
   return device_of(self).release(ptr, msg, len);
 }
 
-xhal_status mem_copy(void*, int32_t device, void* dst, const void* src, size_t bytes, xhal_copy_kind, void*,
-                     char* msg, size_t len) {
+xhal_status mem_copy(void*, int32_t device, void* dst, const void* src, size_t bytes, xhal_copy_kind, void*, char* msg,
+                     size_t len) {
   if (xhal_status s = check_device(device, msg, len); s != XHAL_OK) return s;
   if (bytes != 0) std::memmove(dst, src, bytes);
   return XHAL_OK;

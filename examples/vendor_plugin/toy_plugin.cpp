@@ -3,15 +3,12 @@
 
 #include "toy_accel.hpp"
 
-extern "C" __attribute__((visibility("default"))) uint32_t xhal_plugin_abi_version(void) {
-  return XHAL_PLUGIN_ABI_VERSION;
-}
+XHAL_PLUGIN_DEFINE_ABI_VERSION()
 
 extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(const xhal_host_api* host,
-                                                                              xhal_plugin_api* api, char* msg,
-                                                                              size_t msg_len) {
-  if (host == nullptr || host->abi_version != XHAL_PLUGIN_ABI_VERSION ||
-      api->struct_size < XHAL_PLUGIN_API_MIN_SIZE) {
+                                                                               xhal_plugin_api* api, char* msg,
+                                                                               size_t msg_len) {
+  if (host == nullptr || host->abi_version != XHAL_PLUGIN_ABI_VERSION || api->struct_size < XHAL_PLUGIN_API_MIN_SIZE) {
     std::snprintf(msg, msg_len, "toyaccel is built for plugin ABI %d", XHAL_PLUGIN_ABI_VERSION);
     return XHAL_ERR_UNSUPPORTED;
   }

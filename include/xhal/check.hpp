@@ -23,14 +23,14 @@ enum class CheckMode : uint8_t {
 };
 
 enum class CheckAction : uint8_t {
-  log,    // a divergence is logged as a warning (the default)
+  log,  // a divergence is logged as a warning (the default)
   raise,  // a divergence throws xhal::Error(internal) after the op has written its outputs
 };
 
 // One checked call.
 struct CheckReport {
   Op op;
-  std::string kernel;            // the kernel that ran
+  std::string kernel;  // the kernel that ran
   std::string reference_kernel;  // the CPU reference it was compared with
   Device device;
   DType dtype;
@@ -41,7 +41,7 @@ struct CheckReport {
   // The largest |got - ref| / (atol + rtol * |ref|): how close the call came to failing (> 1 fails).
   // Unlike the relative error, not inflated by elements whose reference is near zero.
   double max_allowance_used = 0;
-  int64_t bad_elements = 0;   // elements beyond the allowance, over every output
+  int64_t bad_elements = 0;  // elements beyond the allowance, over every output
   // The first element beyond the allowance, in row-major order of `first_bad_output`'s shape:
   // its flat index and coordinates, the kernel's value and the reference's. Empty when none.
   std::string first_bad_output;

@@ -24,7 +24,7 @@ std::string_view reduce_op_name(ReduceOp op);
 std::string_view engine_name(Engine engine);
 
 struct Options {
-  int rank = -1;        // -1: the RANK variable, else the engine's own (MPI's rank)
+  int rank = -1;  // -1: the RANK variable, else the engine's own (MPI's rank)
   int world_size = -1;  // -1: WORLD_SIZE, else the engine's own
   // How long bootstrap and each Work::wait() without an argument may take.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
@@ -98,8 +98,8 @@ class Communicator {
   virtual std::chrono::milliseconds timeout() const = 0;
 
  private:
-  Work submit(Kind kind, const char* op, const TensorView* in, const TensorView* out, ReduceOp reduce,
-              int peer, const Stream* stream);
+  Work submit(Kind kind, const char* op, const TensorView* in, const TensorView* out, ReduceOp reduce, int peer,
+              const Stream* stream);
   uint64_t next_seq_ = 0;
 };
 

@@ -13,10 +13,10 @@
 namespace xhal {
 
 struct BackendInfo {
-  std::string name;     // "cpu", "cuda", ... or the file name of a plugin that failed early
+  std::string name;  // "cpu", "cuda", ... or the file name of a plugin that failed early
   bool loaded = false;  // the plugin loaded and initialised
-  std::string reason;   // why it did not load, or why it has no device
-  std::string path;     // the plugin file
+  std::string reason;  // why it did not load, or why it has no device
+  std::string path;  // the plugin file
   std::string version;
   int device_count = 0;
 };
@@ -31,8 +31,8 @@ struct DeviceProperties {
 
 struct MemoryStatus {
   size_t free = 0, total = 0;  // from the driver
-  size_t allocated = 0;        // bytes handed out by the allocator and not yet freed
-  size_t reserved = 0;         // bytes the allocator holds from the driver
+  size_t allocated = 0;  // bytes handed out by the allocator and not yet freed
+  size_t reserved = 0;  // bytes the allocator holds from the driver
   size_t peak_allocated = 0;
   size_t num_allocs = 0;
   size_t num_ooms = 0;

@@ -44,9 +44,9 @@ inline uint16_t float_to_f16(float f) {
   const uint32_t u = half_detail::bits_as<uint32_t>(f);
   const auto sign = uint16_t((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (abs > 0x7f800000u) return sign | 0x7e00u;  // NaN
   if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: infinity
-  if (abs < 0x38800000u) {                        // below 2^-14: subnormal or zero
+  if (abs < 0x38800000u) {  // below 2^-14: subnormal or zero
     // Adding 0.5 (2^-1) aligns the f16 subnormal unit 2^-24 with the float's last mantissa bit,
     // so the hardware's round-to-nearest-even does the rounding.
     const float shifted = half_detail::bits_as<float>(abs) + 0.5f;

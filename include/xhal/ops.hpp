@@ -13,11 +13,11 @@
 namespace xhal {
 
 struct AttentionParams {
-  float scale = 0.0f;       // 0 = 1/sqrt(head dim)
-  bool causal = false;      // bottom-right aligned when Sq != Sk
-  int64_t window_left = -1;   // keys more than this far left of the diagonal are masked; -1 = none
+  float scale = 0.0f;  // 0 = 1/sqrt(head dim)
+  bool causal = false;  // bottom-right aligned when Sq != Sk
+  int64_t window_left = -1;  // keys more than this far left of the diagonal are masked; -1 = none
   int64_t window_right = -1;  // keys more than this far right of the diagonal are masked; -1 = none
-  float softcap = 0.0f;     // scores become softcap * tanh(score / softcap); 0 = off
+  float softcap = 0.0f;  // scores become softcap * tanh(score / softcap); 0 = off
 };
 
 enum class RopeStyle { neox, gptj };
@@ -26,14 +26,12 @@ namespace ops {
 
 // q[B,Sq,Hq,D], k[B,Sk,Hkv,D], v[B,Sk,Hkv,Dv] -> out[B,Sq,Hq,Dv]; lse[B,Hq,Sq] f32 (optional).
 void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
-               const AttentionParams& params = {}, const TensorView* lse = nullptr,
-               const Stream* stream = nullptr);
+               const AttentionParams& params = {}, const TensorView* lse = nullptr, const Stream* stream = nullptr);
 
 // Packed sequences: q[Tq,Hq,D], k[Tk,Hkv,D], v[Tk,Hkv,Dv], cu_seqlens_*[B+1] i32 -> out[Tq,Hq,Dv];
 // lse[Hq,Tq] f32 (optional).
-void attention_varlen(const TensorView& q, const TensorView& k, const TensorView& v,
-                      const TensorView& cu_seqlens_q, const TensorView& cu_seqlens_k,
-                      int64_t max_seqlen_q, int64_t max_seqlen_k, const TensorView& out,
+void attention_varlen(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& cu_seqlens_q,
+                      const TensorView& cu_seqlens_k, int64_t max_seqlen_q, int64_t max_seqlen_k, const TensorView& out,
                       const AttentionParams& params = {}, const TensorView* lse = nullptr,
                       const Stream* stream = nullptr);
 
@@ -48,19 +46,18 @@ void rms_norm(const TensorView& x, const TensorView& weight, float eps, const Te
               const Stream* stream = nullptr);
 
 // residual = x + residual (in place); out = rms_norm(residual).
-void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const TensorView& weight,
-                        float eps, const TensorView& out, const Stream* stream = nullptr);
+void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const TensorView& weight, float eps,
+                        const TensorView& out, const Stream* stream = nullptr);
 
 // out = silu(gate) * up.
-void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out,
-            const Stream* stream = nullptr);
+void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out, const Stream* stream = nullptr);
 // x[...,2N]: gate = first half, up = second half; out[...,N].
 void swiglu_packed(const TensorView& x, const TensorView& out, const Stream* stream = nullptr);
 
 // In place on the first rotary_dim features of q[T,Hq,D] and k[T,Hkv,D]; positions[T] i32|i64;
 // cos_sin_cache[max_pos, rotary_dim] f32 from rope_cache().
-void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
-          const TensorView& cos_sin_cache, RopeStyle style, const Stream* stream = nullptr);
+void rope(const TensorView& q, const TensorView& k, const TensorView& positions, const TensorView& cos_sin_cache,
+          RopeStyle style, const Stream* stream = nullptr);
 
 // cache[max_pos, rotary_dim] f32 on `device`: row p = [cos(p*f_i)..., sin(p*f_i)...],
 // f_i = theta^(-2i/rotary_dim).

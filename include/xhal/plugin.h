@@ -54,12 +54,12 @@ struct xhal_host_api;
 typedef struct xhal_op_call {
   uint32_t struct_size;
   xhal_op op;
-  xhal_dtype dtype;      /* the compute dtype shared by the op's float inputs */
-  int32_t device;        /* index on the plugin's backend */
-  void* stream;          /* native stream; NULL = the backend's default stream */
-  uint32_t num_tensors;  /* slots in `tensors`: the op's highest slot + 1 (op_table.h) */
+  xhal_dtype dtype; /* the compute dtype shared by the op's float inputs */
+  int32_t device; /* index on the plugin's backend */
+  void* stream; /* native stream; NULL = the backend's default stream */
+  uint32_t num_tensors; /* slots in `tensors`: the op's highest slot + 1 (op_table.h) */
   const DLTensor* const* tensors; /* indexed by the op's slot constants; absent ones NULL */
-  const void* params;    /* the op's parameter struct (op_table.h), NULL for ops without one */
+  const void* params; /* the op's parameter struct (op_table.h), NULL for ops without one */
   const struct xhal_host_api* host; /* scratch memory, logging */
 } xhal_op_call;
 
@@ -71,13 +71,13 @@ typedef const char* (*xhal_kernel_supports_fn)(void* ctx, const xhal_op_call* ca
  * block index out of range) with a status and message. The core copies the descriptor. */
 typedef struct xhal_kernel_desc {
   uint32_t struct_size;
-  const char* name;      /* "<backend>.<kernel>", unique per (op, dtype) */
+  const char* name; /* "<backend>.<kernel>", unique per (op, dtype) */
   xhal_op op;
   xhal_dtype dtype;
-  int32_t priority;      /* highest supported priority wins */
-  int32_t is_reference;  /* the backend's reference implementation (XHAL_FORCE_REFERENCE) */
-  double rtol, atol;     /* accuracy class: |out - exact| <= atol + rtol*|exact| vs float64 */
-  void* ctx;             /* passed to supports() and run() */
+  int32_t priority; /* highest supported priority wins */
+  int32_t is_reference; /* the backend's reference implementation (XHAL_FORCE_REFERENCE) */
+  double rtol, atol; /* accuracy class: |out - exact| <= atol + rtol*|exact| vs float64 */
+  void* ctx; /* passed to supports() and run() */
   xhal_kernel_supports_fn supports; /* (optional) */
   xhal_kernel_run_fn run;
 } xhal_kernel_desc;
@@ -97,8 +97,8 @@ typedef struct xhal_host_api {
   xhal_status (*register_kernel)(void* ctx, const xhal_kernel_desc* desc, char* msg, size_t msg_len);
   void (*log)(void* ctx, xhal_log_level level, const char* text);
   /* Scratch memory from the core's caching allocator of (backend, device), ordered on stream. */
-  xhal_status (*scratch_alloc)(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr,
-                               char* msg, size_t msg_len);
+  xhal_status (*scratch_alloc)(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr, char* msg,
+                               size_t msg_len);
   void (*scratch_free)(void* ctx, int32_t device, void* ptr);
 } xhal_host_api;
 
@@ -111,19 +111,19 @@ typedef enum xhal_copy_kind {
 /* Device properties, read through query_int and query_text. A key the plugin does not know
  * returns XHAL_ERR_UNSUPPORTED; new keys are appended. */
 typedef enum xhal_query {
-  XHAL_QUERY_NAME = 0,          /* text: "NVIDIA H100 80GB HBM3" */
-  XHAL_QUERY_ARCH = 1,          /* text: "sm_90", "gfx90a", "avx512" */
-  XHAL_QUERY_TOTAL_MEMORY = 2,  /* bytes */
+  XHAL_QUERY_NAME = 0, /* text: "NVIDIA H100 80GB HBM3" */
+  XHAL_QUERY_ARCH = 1, /* text: "sm_90", "gfx90a", "avx512" */
+  XHAL_QUERY_TOTAL_MEMORY = 2, /* bytes */
   XHAL_QUERY_COMPUTE_UNITS = 3, /* SMs, CUs, or CPU cores */
-  XHAL_QUERY_WARP_SIZE = 4      /* 32 on NVIDIA, 64 on AMD, SIMD lanes of f32 on CPU */
+  XHAL_QUERY_WARP_SIZE = 4 /* 32 on NVIDIA, 64 on AMD, SIMD lanes of f32 on CPU */
 } xhal_query;
 
 /* Collectives of a backend's vendor library (NCCL, RCCL), used by xhal::comm. */
 typedef enum xhal_comm_op {
   XHAL_COMM_ALL_REDUCE = 0,
-  XHAL_COMM_ALL_GATHER = 1,     /* count: elements per rank (of in) */
+  XHAL_COMM_ALL_GATHER = 1, /* count: elements per rank (of in) */
   XHAL_COMM_REDUCE_SCATTER = 2, /* count: elements per rank (of out) */
-  XHAL_COMM_BROADCAST = 3,      /* peer: the root */
+  XHAL_COMM_BROADCAST = 3, /* peer: the root */
   XHAL_COMM_SEND = 4,
   XHAL_COMM_RECV = 5
 } xhal_comm_op;
@@ -141,7 +141,7 @@ typedef enum xhal_reduce {
 typedef struct xhal_comm_api {
   uint32_t struct_size;
   const char* engine; /* "nccl", "rccl" */
-  void* self;         /* the engine instance, the first argument of make_id and create */
+  void* self; /* the engine instance, the first argument of make_id and create */
   /* Each failure writes a message naming the vendor call to msg[len]; the handle `comm` is the
    * context of the members that take one. */
   xhal_status (*make_id)(void* self, void* id, char* msg, size_t len);
@@ -149,36 +149,34 @@ typedef struct xhal_comm_api {
   xhal_status (*create)(void* self, int32_t device, const void* id, int32_t rank, int32_t size, int64_t timeout_ms,
                         void** comm, char* msg, size_t len);
   /* Enqueues one op on `stream` (never waits for it). */
-  xhal_status (*enqueue)(void* comm, xhal_comm_op op, const void* in, void* out, size_t count,
-                         xhal_dtype dtype, xhal_reduce reduce, int32_t peer, void* stream, char* msg,
-                         size_t len);
+  xhal_status (*enqueue)(void* comm, xhal_comm_op op, const void* in, void* out, size_t count, xhal_dtype dtype,
+                         xhal_reduce reduce, int32_t peer, void* stream, char* msg, size_t len);
   /* XHAL_OK while healthy; the engine's asynchronous error (a failed peer, ...) once it has one. */
   xhal_status (*check)(void* comm, char* msg, size_t len);
-  void (*abort)(void* comm);   /* returns without waiting for peers; frees comm */
+  void (*abort)(void* comm); /* returns without waiting for peers; frees comm */
   void (*destroy)(void* comm); /* after its ops completed; frees comm */
 } xhal_comm_api;
 
 typedef struct xhal_plugin_api {
-  uint32_t struct_size;   /* set by the core before init: sizeof its xhal_plugin_api */
-  uint32_t abi_version;   /* the plugin's XHAL_PLUGIN_ABI_VERSION */
-  void* self;             /* the plugin instance, the first argument of every member */
-  const char* backend;    /* the backend it registers: its file's <name>, [a-z][a-z0-9_]{0,31} */
-  const char* version;    /* plugin and vendor runtime versions, free text */
+  uint32_t struct_size; /* set by the core before init: sizeof its xhal_plugin_api */
+  uint32_t abi_version; /* the plugin's XHAL_PLUGIN_ABI_VERSION */
+  void* self; /* the plugin instance, the first argument of every member */
+  const char* backend; /* the backend it registers: its file's <name>, [a-z][a-z0-9_]{0,31} */
+  const char* version; /* plugin and vendor runtime versions, free text */
   int32_t dlpack_device_type; /* DLDeviceType of its memory (kDLExtDev or a vendor's own code) */
 
   /* Never fails: a missing driver means 0 and a reason written to msg. */
   int32_t (*device_count)(void* self, char* msg, size_t msg_len);
-  xhal_status (*query_int)(void* self, int32_t device, xhal_query key, int64_t* value, char* msg,
-                           size_t msg_len);
-  xhal_status (*query_text)(void* self, int32_t device, xhal_query key, char* value, size_t value_len,
-                            char* msg, size_t msg_len);
-  xhal_status (*mem_info)(void* self, int32_t device, size_t* free_bytes, size_t* total_bytes,
-                          char* msg, size_t msg_len);
+  xhal_status (*query_int)(void* self, int32_t device, xhal_query key, int64_t* value, char* msg, size_t msg_len);
+  xhal_status (*query_text)(void* self, int32_t device, xhal_query key, char* value, size_t value_len, char* msg,
+                            size_t msg_len);
+  xhal_status (*mem_info)(void* self, int32_t device, size_t* free_bytes, size_t* total_bytes, char* msg,
+                          size_t msg_len);
   /* Running out of memory is XHAL_ERR_OUT_OF_MEMORY, never a crash. */
   xhal_status (*mem_alloc)(void* self, int32_t device, size_t bytes, void** ptr, char* msg, size_t msg_len);
   xhal_status (*mem_release)(void* self, int32_t device, void* ptr, char* msg, size_t msg_len);
-  xhal_status (*mem_copy)(void* self, int32_t device, void* dst, const void* src, size_t bytes,
-                          xhal_copy_kind kind, void* stream, char* msg, size_t msg_len);
+  xhal_status (*mem_copy)(void* self, int32_t device, void* dst, const void* src, size_t bytes, xhal_copy_kind kind,
+                          void* stream, char* msg, size_t msg_len);
   xhal_status (*stream_create)(void* self, int32_t device, void** stream, char* msg, size_t msg_len);
   xhal_status (*stream_destroy)(void* self, int32_t device, void* stream, char* msg, size_t msg_len);
   xhal_status (*stream_synchronize)(void* self, int32_t device, void* stream, char* msg, size_t msg_len);
@@ -186,29 +184,38 @@ typedef struct xhal_plugin_api {
   /* Events; a NULL event is always complete (synchronous backends may return NULL). */
   xhal_status (*event_create)(void* self, int32_t device, void** event, char* msg, size_t msg_len);
   xhal_status (*event_destroy)(void* self, int32_t device, void* event, char* msg, size_t msg_len);
-  xhal_status (*event_record)(void* self, int32_t device, void* event, void* stream, char* msg,
-                              size_t msg_len);
+  xhal_status (*event_record)(void* self, int32_t device, void* event, void* stream, char* msg, size_t msg_len);
   /* XHAL_OK when complete, XHAL_NOT_READY while work is queued. */
   xhal_status (*event_query)(void* self, int32_t device, void* event, char* msg, size_t msg_len);
   xhal_status (*event_synchronize)(void* self, int32_t device, void* event, char* msg, size_t msg_len);
-  xhal_status (*stream_wait_event)(void* self, int32_t device, void* stream, void* event, char* msg,
-                                   size_t msg_len);
+  xhal_status (*stream_wait_event)(void* self, int32_t device, void* stream, void* event, char* msg, size_t msg_len);
   /* (optional) Timing, for the trace's device time: an event that records when the stream reached
    * it (destroyed with event_destroy, recorded with event_record), and the milliseconds between two
    * completed ones. */
   xhal_status (*timed_event_create)(void* self, int32_t device, void** event, char* msg, size_t msg_len);
-  xhal_status (*event_elapsed_ms)(void* self, int32_t device, void* start, void* end, float* ms,
-                                  char* msg, size_t msg_len);
-  void (*shutdown)(void* self);  /* (optional) called once at process exit */
-  const xhal_comm_api* comm;     /* (optional) collectives; NULL when the backend has none */
+  xhal_status (*event_elapsed_ms)(void* self, int32_t device, void* start, void* end, float* ms, char* msg,
+                                  size_t msg_len);
+  void (*shutdown)(void* self); /* (optional) called once at process exit */
+  const xhal_comm_api* comm; /* (optional) collectives; NULL when the backend has none */
 } xhal_plugin_api;
 
 /* The table's size up to its last member every plugin of this ABI version has. */
 #define XHAL_PLUGIN_API_MIN_SIZE (offsetof(xhal_plugin_api, comm) + sizeof(void*))
 
+/* Defines xhal_plugin_abi_version(); a plugin writes XHAL_PLUGIN_DEFINE_ABI_VERSION() once, at file
+ * scope, beside its xhal_plugin_init. */
+#ifdef __cplusplus
+#define XHAL_PLUGIN_EXTERN_C extern "C"
+#else
+#define XHAL_PLUGIN_EXTERN_C
+#endif
+#define XHAL_PLUGIN_DEFINE_ABI_VERSION()                                                               \
+  XHAL_PLUGIN_EXTERN_C __attribute__((visibility("default"))) uint32_t xhal_plugin_abi_version(void) { \
+    return XHAL_PLUGIN_ABI_VERSION;                                                                    \
+  }
+
 typedef uint32_t (*xhal_plugin_abi_version_fn)(void);
-typedef xhal_status (*xhal_plugin_init_fn)(const xhal_host_api* host, xhal_plugin_api* api, char* msg,
-                                           size_t msg_len);
+typedef xhal_status (*xhal_plugin_init_fn)(const xhal_host_api* host, xhal_plugin_api* api, char* msg, size_t msg_len);
 
 #ifdef __cplusplus
 }

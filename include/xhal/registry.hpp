@@ -49,7 +49,7 @@ struct Explanation {
   DeviceType backend;
   DType dtype;
   std::vector<Candidate> candidates;  // in the order considered (highest priority first)
-  std::string error;                  // the Error the call would throw, if any
+  std::string error;  // the Error the call would throw, if any
   std::string str() const;
 };
 

@@ -15,15 +15,13 @@ class Tensor {
  public:
   Tensor() = default;
   // Uninitialised memory, allocated for use on `stream` (default: the device's current stream).
-  static Tensor empty(const std::vector<int64_t>& shape, DType dtype, Device device,
-                      const Stream* stream = nullptr);
+  static Tensor empty(const std::vector<int64_t>& shape, DType dtype, Device device, const Stream* stream = nullptr);
   // A new tensor on `device` holding a copy of `host` (numel * dtype_size bytes).
-  static Tensor from_host(const void* host, const std::vector<int64_t>& shape, DType dtype,
-                          Device device);
+  static Tensor from_host(const void* host, const std::vector<int64_t>& shape, DType dtype, Device device);
 
   void copy_from_host(const void* host);  // nbytes() bytes; synchronous
-  void copy_to_host(void* host) const;    // nbytes() bytes; synchronous
-  Tensor to(Device device) const;         // a copy on another device (through the host if needed)
+  void copy_to_host(void* host) const;  // nbytes() bytes; synchronous
+  Tensor to(Device device) const;  // a copy on another device (through the host if needed)
 
   const TensorView& view() const { return view_; }
   operator const TensorView&() const { return view_; }  // NOLINT: pass a Tensor where a view is wanted

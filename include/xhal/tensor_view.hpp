@@ -40,8 +40,8 @@ class TensorView {
   // Contiguous (row-major) view.
   TensorView(void* data, DType dtype, const std::vector<int64_t>& shape, Device device = Device::cpu());
   // Strided view; strides are in elements.
-  TensorView(void* data, DType dtype, const std::vector<int64_t>& shape,
-             const std::vector<int64_t>& strides, Device device = Device::cpu());
+  TensorView(void* data, DType dtype, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+             Device device = Device::cpu());
 
   // Zero-copy import; throws Error(invalid_argument) for unsupported dtypes, devices or ranks.
   // byte_offset is folded into data. A NULL strides field means contiguous.

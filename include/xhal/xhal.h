@@ -30,7 +30,7 @@ xhal_status xhal_device_name(int32_t index, char* name, size_t name_len);
 xhal_status xhal_default_device(char* name, size_t name_len);
 
 typedef struct xhal_memory_status {
-  uint64_t free_bytes, total_bytes;   /* from the driver */
+  uint64_t free_bytes, total_bytes; /* from the driver */
   uint64_t allocated, reserved, peak_allocated, num_allocs, num_ooms; /* from xhal's allocator */
 } xhal_memory_status;
 
@@ -39,11 +39,11 @@ xhal_status xhal_empty_cache(const char* device);
 xhal_status xhal_synchronize(const char* device);
 
 typedef struct xhal_attention_params {
-  float scale;          /* 0 = 1/sqrt(head dim) */
+  float scale; /* 0 = 1/sqrt(head dim) */
   int32_t causal;
-  int64_t window_left;  /* -1 = none */
+  int64_t window_left; /* -1 = none */
   int64_t window_right; /* -1 = none */
-  float softcap;        /* 0 = off */
+  float softcap; /* 0 = off */
 } xhal_attention_params;
 
 /* scale 0, not causal, no window, no softcap. */
@@ -52,29 +52,24 @@ xhal_attention_params xhal_attention_params_default(void);
 /* Ops: see include/xhal/ops.hpp and docs/ops.md. Optional tensors (lse, bias) may be NULL. */
 xhal_status xhal_attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, const DLTensor* out,
                            const xhal_attention_params* params, const DLTensor* lse, void* stream);
-xhal_status xhal_attention_varlen(const DLTensor* q, const DLTensor* k, const DLTensor* v,
-                                  const DLTensor* cu_seqlens_q, const DLTensor* cu_seqlens_k,
-                                  int64_t max_seqlen_q, int64_t max_seqlen_k, const DLTensor* out,
-                                  const xhal_attention_params* params, const DLTensor* lse,
+xhal_status xhal_attention_varlen(const DLTensor* q, const DLTensor* k, const DLTensor* v, const DLTensor* cu_seqlens_q,
+                                  const DLTensor* cu_seqlens_k, int64_t max_seqlen_q, int64_t max_seqlen_k,
+                                  const DLTensor* out, const xhal_attention_params* params, const DLTensor* lse,
                                   void* stream);
 xhal_status xhal_paged_attention(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
-                                 const DLTensor* block_table, const DLTensor* seq_lens,
-                                 const DLTensor* out, const xhal_attention_params* params,
-                                 void* stream);
-xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out,
-                          void* stream);
-xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual,
-                                    const DLTensor* weight, float eps, const DLTensor* out,
-                                    void* stream);
+                                 const DLTensor* block_table, const DLTensor* seq_lens, const DLTensor* out,
+                                 const xhal_attention_params* params, void* stream);
+xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream);
+xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual, const DLTensor* weight, float eps,
+                                    const DLTensor* out, void* stream);
 xhal_status xhal_swiglu(const DLTensor* gate, const DLTensor* up, const DLTensor* out, void* stream);
 xhal_status xhal_swiglu_packed(const DLTensor* x, const DLTensor* out, void* stream);
 /* neox: 1 rotates halves, 0 rotates interleaved pairs (gptj). */
-xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* positions,
-                      const DLTensor* cos_sin_cache, int32_t neox, void* stream);
+xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* positions, const DLTensor* cos_sin_cache,
+                      int32_t neox, void* stream);
 /* Fills out[max_pos, rotary_dim] (f32, on any device) with the rope cos/sin table. */
 xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out);
-xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bias,
-                        const DLTensor* out, void* stream);
+xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bias, const DLTensor* out, void* stream);
 
 #ifdef __cplusplus
 }

@@ -37,9 +37,8 @@ inline bool amx_bf16_kernels_usable() { return amx_tiles_usable() && cpu_has_bf1
 // xhal-info's words for whether the AMX kernels run: "AMX tiles: bf16 attention", or why not.
 inline std::string amx_summary() {
 #if defined(XHAL_HAVE_HIGHWAY) && defined(__x86_64__)
-  return amx_bf16_kernels_usable()
-             ? "AMX tiles: bf16 attention"
-             : "AMX tiles: unused (no AMX-BF16 or AVX512_BF16, or XHAL_CPU_DISABLE names one)";
+  return amx_bf16_kernels_usable() ? "AMX tiles: bf16 attention"
+                                   : "AMX tiles: unused (no AMX-BF16 or AVX512_BF16, or XHAL_CPU_DISABLE names one)";
 #else
   return "AMX tiles: unused (built without Highway)";
 #endif

@@ -18,7 +18,8 @@ xhal_status attend_spans(const std::vector<SequenceSpan>& seqs, bool batched, co
   const auto tasks = all_attention_tasks(at, kQueryTile);
   const int64_t n = at.q.size(-2) == 0 ? 0 : at.group() * tasks.max_rows(), D = at.q.size(-1), Dv = at.v.size(-1);
   const ThreadWorkspaces workspaces(c, CoreBuffers::bytes(n, tasks.max_keys(), D, Dv), tasks.count());
-  if (!workspaces.ok()) return workspaces_refused(msg, len, batched ? "attention" : "attention_varlen", workspaces.bytes_each());
+  if (!workspaces.ok())
+    return workspaces_refused(msg, len, batched ? "attention" : "attention_varlen", workspaces.bytes_each());
   tasks.run(workspaces.threads(), [&](int64_t, int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t,
                                       int64_t, auto q, auto k, auto v, auto out, auto lse) {
     Carver carver(workspaces.of_this_thread());

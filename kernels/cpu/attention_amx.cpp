@@ -48,16 +48,19 @@ struct AmxWorkspace {
   float *s, *acc, *m, *l;
   static AmxWorkspace carve(Carver& c, int64_t n, int64_t D, int64_t Dv) {
     const int64_t n_pad = round_up(n, 32), D_pad = round_up(D, 32), Dv_pad = round_up(Dv, 32);
-    return {c.take<uint16_t>(n_pad, D_pad), c.take<uint16_t>(kKeys, D_pad), c.take<uint16_t>(kKeys, Dv_pad),
-            c.take<uint16_t>(n_pad, kKeys), c.take<float>(n_pad, kKeys),    c.take<float>(n_pad, Dv_pad),
-            c.take<float>(n),               c.take<float>(n)};
+    return {c.take<uint16_t>(n_pad, D_pad),
+            c.take<uint16_t>(kKeys, D_pad),
+            c.take<uint16_t>(kKeys, Dv_pad),
+            c.take<uint16_t>(n_pad, kKeys),
+            c.take<float>(n_pad, kKeys),
+            c.take<float>(n_pad, Dv_pad),
+            c.take<float>(n),
+            c.take<float>(n)};
   }
 };
 
 // Mask of the first `count` (<= 32) 16-bit lanes.
-inline __mmask32 first_lanes(int64_t count) {
-  return count >= 32 ? ~__mmask32(0) : (__mmask32(1) << count) - 1;
-}
+inline __mmask32 first_lanes(int64_t count) { return count >= 32 ? ~__mmask32(0) : (__mmask32(1) << count) - 1; }
 
 // r[i] (16 rows of 16 32-bit elements) transposed in place.
 HWY_INLINE void transpose_16x16_epi32(__m512i r[16]) {
@@ -229,8 +232,8 @@ void attend_tile_amx(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t 
     const int64_t jn = std::min(kKeys, hi_all - j0), jn_pad = round_up(jn, 32);
     const auto [k_tile, v_tile] = tiles(j0, jn, jn_pad);
     scores_amx(w.q, k_tile, w.s, n_pad, jn_pad, chunks);
-    const bool masked = softmax_rows<BF16Native>(mask, i0, rows, n, Sq, Sk, j0, jn, jn_pad, w.s, w.p, kKeys, pre,
-                                                 w.m, w.l, w.acc, Dv_pad, Dv);
+    const bool masked = softmax_rows<BF16Native>(mask, i0, rows, n, Sq, Sk, j0, jn, jn_pad, w.s, w.p, kKeys, pre, w.m,
+                                                 w.l, w.acc, Dv_pad, Dv);
     const auto v_row = [&](int64_t j) { return v(j0 + j); };
     if (masked && any_non_finite<BF16>(v_row, jn, Dv)) {
       pv_of_visible_keys<BF16, BF16>(mask, i0, rows, n, Sq, Sk, j0, jn, w.p, kKeys, v_row, Dv, w.acc, Dv_pad);
@@ -310,7 +313,7 @@ class PackedPairs {
  private:
   struct Pair {
     int64_t seq, hkv, t0, t1, hi;  // tiles [t0, t1); keys below hi
-    uint16_t* base;                // where pack put tile t0
+    uint16_t* base;  // where pack put tile t0
   };
   int64_t count() const { return int64_t(pairs_.size()); }
   uint16_t* tile_of(int64_t p, int64_t t) const {  // K, then V, of pair p's tile t
@@ -349,8 +352,8 @@ xhal_status attention_amx(const xhal_op_call* c, const std::vector<SequenceSpan>
   for (const auto [p0, p1] : groups) {
     if (pack_once) packed.pack(p0, p1, static_cast<uint16_t*>(scratch.data()));
     AttentionTasks<uint16_t>(at, rows, p0, p1)
-        .run(workspaces.threads(), [&](int64_t pair, int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk,
-                                       int64_t, int64_t, auto q, auto k, auto v, auto out, auto lse) {
+        .run(workspaces.threads(), [&](int64_t pair, int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t,
+                                       int64_t, auto q, auto k, auto v, auto out, auto lse) {
           Carver carver(workspaces.of_this_thread());
           const AmxWorkspace w = AmxWorkspace::carve(carver, n, D, Dv);
           const auto tiles = [&](int64_t j0, int64_t jn, int64_t jn_pad) {
@@ -386,8 +389,7 @@ const char* amx_supports(void*, const xhal_op_call*) {
   return nullptr;
 }
 
-xhal_status run_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched, char* msg,
-                    size_t len) {
+xhal_status run_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched, char* msg, size_t len) {
   const char* op = batched ? "attention" : "attention_varlen";
   switch (const xhal_status s = HWY_DYNAMIC_DISPATCH(attention_amx)(c, seqs, batched)) {
     case XHAL_OK: return XHAL_OK;

@@ -32,7 +32,7 @@ namespace xhal::cpu::HWY_NAMESPACE {
 
 // Query rows per task, all heads of the group together: the more, the more each packed K and V
 // tile is reused by sgemm (on a 2-vCPU Xeon with 2 MiB of L2, full f32 attention at D = 128 ran at
-// 0.48 of the sgemm rate with 64 rows, 0.57 with 128 and 0.65 with 256; docs/kernel-notes.md).
+// 0.48 of the sgemm rate with 64 rows, 0.57 with 128 and 0.65 with 256; docs/journal/kernel-notes.md).
 constexpr int64_t kMaxRows = 256, kMinRows = 32;
 constexpr int64_t kKeys = 256;  // keys per tile
 
@@ -69,8 +69,8 @@ void attend_tile_blas(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t
       convert_row<E>(v(j0 + j), w.v + j * Dv, Dv, 1.0f);
     }
     gemm_nt(n, jn, D, w.q, D, w.k, D, w.s, jn, false);
-    const bool masked = softmax_rows<F32>(mask, i0, rows, n, Sq, Sk, j0, jn, jn, w.s, w.s, jn, 1.0f, w.m, w.l, w.acc,
-                                          Dv, Dv);
+    const bool masked =
+        softmax_rows<F32>(mask, i0, rows, n, Sq, Sk, j0, jn, jn, w.s, w.s, jn, 1.0f, w.m, w.l, w.acc, Dv, Dv);
     const auto v_row = [&](int64_t j) { return w.v + j * Dv; };
     if (masked && any_non_finite<F32>(v_row, jn, Dv)) {
       pv_of_visible_keys<F32, F32>(mask, i0, rows, n, Sq, Sk, j0, jn, w.s, jn, v_row, Dv, w.acc, Dv);
@@ -114,8 +114,7 @@ bool attention_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs
     tasks.run(workspaces.threads(), [&](int64_t, int64_t g, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t,
                                         int64_t, auto q, auto k, auto v, auto out, auto lse) {
       Carver carver(workspaces.of_this_thread());
-      attend_tile_blas<E>(g, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse,
-                          Workspace::carve(carver, n, keys, D, Dv));
+      attend_tile_blas<E>(g, i0, i1, Sq, Sk, D, Dv, mask, q, k, v, out, lse, Workspace::carve(carver, n, keys, D, Dv));
     });
   });
   return ok;
@@ -139,7 +138,9 @@ xhal_status run_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seq
 
 template <class E>
 struct AttentionBlas {
-  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) { return run_blas(c, batched_spans(c), true, msg, len); }
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    return run_blas(c, batched_spans(c), true, msg, len);
+  }
 };
 
 template <class E>

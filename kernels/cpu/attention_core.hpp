@@ -55,7 +55,7 @@ struct CoreBuffers {
   float *q, *acc, *m, *l, *k, *v, *s;
   int64_t keys;
   static CoreBuffers carve(Carver& c, int64_t n, int64_t keys, int64_t D, int64_t Dv) {
-    return {c.take<float>(n, D),    c.take<float>(n, Dv),    c.take<float>(n), c.take<float>(n),
+    return {c.take<float>(n, D),    c.take<float>(n, Dv),    c.take<float>(n),    c.take<float>(n),
             c.take<float>(keys, D), c.take<float>(keys, Dv), c.take<float>(keys), keys};
   }
   // Bytes of a workspace for up to n rows and key tiles of min(kKeyTile, max_keys) keys (-1 when
@@ -75,8 +75,8 @@ struct CoreBuffers {
 //   lse(g, i) -> float* or nullptr
 // `w` holds at least group * (i1 - i0) rows.
 template <class E, class Q, class K, class V, class O, class L>
-void attend_group(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D,
-                  int64_t Dv, const MaskParams& mask, Q q, K k, V v, O out, L lse, const CoreBuffers& w) {
+void attend_group(int64_t group, int64_t i0, int64_t i1, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv,
+                  const MaskParams& mask, Q q, K k, V v, O out, L lse, const CoreBuffers& w) {
   const int64_t rows = i1 - i0;
   const int64_t n = group * rows;  // row r = g * rows + (i - i0)
   std::fill(w.acc, w.acc + n * Dv, 0.0f);

@@ -134,7 +134,7 @@ bool softmax_rows(const MaskParams& mask, int64_t i0, int64_t rows, int64_t n, i
 template <class VE, class VRow>
 bool any_non_finite(VRow v, int64_t jn, int64_t Dv) {
   using Bits = std::conditional_t<sizeof(typename VE::Storage) == 4, uint32_t, uint16_t>;
-  constexpr Bits kExponent = VE::kDType == XHAL_DTYPE_F32    ? Bits(0x7F800000u)
+  constexpr Bits kExponent = VE::kDType == XHAL_DTYPE_F32   ? Bits(0x7F800000u)
                              : VE::kDType == XHAL_DTYPE_F16 ? Bits(0x7C00u)
                                                             : Bits(0x7F80u);
   for (int64_t j = 0; j < jn; ++j) {
@@ -154,9 +154,9 @@ bool any_non_finite(VRow v, int64_t jn, int64_t Dv) {
 // and V is not finite: the matrix product would give those rows 0 * inf = NaN. P as PE (its rows
 // `stride` apart), V rows v(j) as VE; rows as in softmax_rows. Exact, and slow: it runs only then.
 template <class PE, class VE, class VRow>
-void pv_of_visible_keys(const MaskParams& mask, int64_t i0, int64_t rows, int64_t n, int64_t Sq, int64_t Sk,
-                        int64_t j0, int64_t jn, const typename PE::Storage* p, int64_t stride, VRow v, int64_t Dv,
-                        float* acc, int64_t acc_stride) {
+void pv_of_visible_keys(const MaskParams& mask, int64_t i0, int64_t rows, int64_t n, int64_t Sq, int64_t Sk, int64_t j0,
+                        int64_t jn, const typename PE::Storage* p, int64_t stride, VRow v, int64_t Dv, float* acc,
+                        int64_t acc_stride) {
   for (int64_t r = 0; r < n; ++r) {
     int64_t lo, hi;
     mask.visible_range(i0 + r % rows, Sq, Sk, &lo, &hi);

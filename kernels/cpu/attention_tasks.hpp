@@ -30,15 +30,17 @@ inline int64_t query_group(const xhal_op_call* c) {
 
 // Batched attention (q[B,Sq,Hq,D]): one span per batch entry.
 inline std::vector<SequenceSpan> batched_spans(const xhal_op_call* c) {
-  return std::vector<SequenceSpan>(size_t(c->tensors[XHAL_ATTENTION_Q]->shape[0]),
-                                   SequenceSpan{0, c->tensors[XHAL_ATTENTION_Q]->shape[1], 0, c->tensors[XHAL_ATTENTION_K]->shape[1]});
+  return std::vector<SequenceSpan>(
+      size_t(c->tensors[XHAL_ATTENTION_Q]->shape[0]),
+      SequenceSpan{0, c->tensors[XHAL_ATTENTION_Q]->shape[1], 0, c->tensors[XHAL_ATTENTION_K]->shape[1]});
 }
 
 // attention_varlen: the spans of cu_seqlens_q/k, checked (non-decreasing, within the tokens and
 // max_seqlen) before anything is written; then a span without keys for the rows past the last
 // sequence, if any.
 inline xhal_status varlen_spans(const xhal_op_call* c, char* msg, size_t len, std::vector<SequenceSpan>* seqs) {
-  const TensorRef<const int32_t> cu_q(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q]), cu_k(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_K]);
+  const TensorRef<const int32_t> cu_q(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q]),
+      cu_k(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_K]);
   const int64_t Tq = c->tensors[XHAL_ATTENTION_Q]->shape[0], Tk = c->tensors[XHAL_ATTENTION_K]->shape[0];
   const int64_t batch = cu_q.size(0) - 1;
   for (const auto& [name, cu, total, max_len] :
@@ -90,7 +92,9 @@ struct AttentionRows {
   int64_t kv_heads() const { return k.size(-2); }
   int64_t group() const { return q.size(-2) / k.size(-2); }
   // Rows are query rows i or key rows j within sequence `seq`.
-  const S* query(int64_t seq, int64_t i, int64_t head) const { return row(q, seq, seqs[size_t(seq)].q_begin + i, head); }
+  const S* query(int64_t seq, int64_t i, int64_t head) const {
+    return row(q, seq, seqs[size_t(seq)].q_begin + i, head);
+  }
   const S* key(int64_t seq, int64_t j, int64_t head) const { return row(k, seq, seqs[size_t(seq)].k_begin + j, head); }
   const S* value(int64_t seq, int64_t j, int64_t head) const {
     return row(v, seq, seqs[size_t(seq)].k_begin + j, head);
@@ -151,12 +155,12 @@ class AttentionTasks {
         const Task task = tasks_[size_t(t)];
         const SequenceSpan& seq = at_.seqs[size_t(task.seq)];
         const int64_t b = task.seq, hq0 = task.hkv * group;
-        core(b * Hkv + task.hkv, group, task.i0, std::min(task.i0 + query_rows_, seq.Sq), seq.Sq, seq.Sk, D, Dv,
-             [&](int64_t g, int64_t i) { return at_.query(b, i, hq0 + g); },
-             [&](int64_t j) { return at_.key(b, j, task.hkv); },
-             [&](int64_t j) { return at_.value(b, j, task.hkv); },
-             [&](int64_t g, int64_t i) { return at_.output(b, i, hq0 + g); },
-             [&](int64_t g, int64_t i) { return at_.lse_of(b, i, hq0 + g); });
+        core(
+            b * Hkv + task.hkv, group, task.i0, std::min(task.i0 + query_rows_, seq.Sq), seq.Sq, seq.Sk, D, Dv,
+            [&](int64_t g, int64_t i) { return at_.query(b, i, hq0 + g); },
+            [&](int64_t j) { return at_.key(b, j, task.hkv); }, [&](int64_t j) { return at_.value(b, j, task.hkv); },
+            [&](int64_t g, int64_t i) { return at_.output(b, i, hq0 + g); },
+            [&](int64_t g, int64_t i) { return at_.lse_of(b, i, hq0 + g); });
       });
     }
     errors.rethrow();

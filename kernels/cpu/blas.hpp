@@ -17,11 +17,11 @@ std::string blas_kernels_warning();
 
 #if defined(XHAL_HAVE_BLAS)
 // c[M,N] = a[M,K] · b[N,K]ᵀ, plus c when `accumulate`.
-void gemm_nt(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb,
-             float* c, int64_t ldc, bool accumulate);
+void gemm_nt(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+             int64_t ldc, bool accumulate);
 // c[M,N] = a[M,K] · b[K,N], plus c when `accumulate`.
-void gemm_nn(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb,
-             float* c, int64_t ldc, bool accumulate);
+void gemm_nn(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+             int64_t ldc, bool accumulate);
 #endif
 
 }  // namespace xhal::cpu

@@ -13,7 +13,7 @@ namespace xhal::cpu {
 // Accuracy classes vs float64, per dtype: f32 accumulation, so f32 is limited by summation order
 // and the 16-bit types by their rounding of the output.
 constexpr kernels::Accuracy accuracy_for(xhal_dtype dtype) {
-  return dtype == XHAL_DTYPE_F32 ? kernels::Accuracy{2e-5, 2e-5}
+  return dtype == XHAL_DTYPE_F32   ? kernels::Accuracy{2e-5, 2e-5}
          : dtype == XHAL_DTYPE_F16 ? kernels::Accuracy{2e-3, 2e-3}
                                    : kernels::Accuracy{1.6e-2, 1.6e-2};
 }
@@ -35,8 +35,7 @@ constexpr int kFastPriority = 10, kFeatureFastPriority = 15, kNarrowFastPriority
 // Registers a fast kernel for the three float types, above the reference.
 template <template <class> class Kernel>
 void register_fast_kernels(const xhal_host_api* host, const char* name, xhal_op op,
-                           xhal_kernel_supports_fn supports = nullptr,
-                           int priority = kFastPriority) {
+                           xhal_kernel_supports_fn supports = nullptr, int priority = kFastPriority) {
   kernels::register_for<Kernel, F32, F16, BF16>(host, name, op, accuracy_for, {priority, false, supports});
 }
 

@@ -63,8 +63,6 @@ struct LinearKernel {
 
 }  // namespace
 
-XHAL_REGISTER_KERNELS(host) {
-  register_float_kernels<LinearKernel>(host, "cpu.linear", XHAL_OP_LINEAR);
-}
+XHAL_REGISTER_KERNELS(host) { register_float_kernels<LinearKernel>(host, "cpu.linear", XHAL_OP_LINEAR); }
 
 }  // namespace xhal::cpu

@@ -2,7 +2,7 @@
 // as stored, with f32 accumulation, where the BLAS path converts x and w to f32 for sgemm first.
 // On the 2-vCPU AMX Xeon, 4096³ took 106-121 ms against the BLAS path's 452-455. Without AMX,
 // oneDNN's bf16 kernels (vdpbf16ps) were slower than the BLAS path, so the kernel stands aside
-// there (docs/kernel-notes.md). Registered for bf16 only, above the BLAS kernel and below the
+// there (docs/journal/kernel-notes.md). Registered for bf16 only, above the BLAS kernel and below the
 // few-rows one (decode's rows read w once as stored, faster than a GEMM). oneDNN's scratchpad
 // comes from the core's allocator.
 #include <oneapi/dnnl/dnnl.hpp>
@@ -82,8 +82,8 @@ struct LinearOnednn {
 
 std::string onednn_summary() {
   const dnnl::version_t* v = dnnl::version();
-  const std::string version = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-                              std::to_string(v->patch);
+  const std::string version =
+      "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   return version + (onednn_runs_amx() ? " (bf16 linear on AMX)" : " (unused: no AMX, or XHAL_CPU_DISABLE names it)");
 }
 

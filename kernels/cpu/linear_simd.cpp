@@ -25,7 +25,8 @@ template <class E, int R>
 void linear_rows_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
   constexpr int64_t J = kSumBlock / R;  // rows of w per block
-  const TensorRef<const S> x(c->tensors[XHAL_LINEAR_X]), w(c->tensors[XHAL_LINEAR_W]), bias(c->tensors[XHAL_LINEAR_BIAS]);
+  const TensorRef<const S> x(c->tensors[XHAL_LINEAR_X]), w(c->tensors[XHAL_LINEAR_W]),
+      bias(c->tensors[XHAL_LINEAR_BIAS]);
   const TensorRef<S> out(c->tensors[XHAL_LINEAR_OUT]);
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   // x's rows prepared for the dot products, rounded up to a multiple of R with zero rows.

@@ -16,9 +16,11 @@ struct PagedAttentionKernel {
   using S = typename E::Storage;
 
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const TensorRef<const S> q(c->tensors[XHAL_PAGED_ATTENTION_Q]), kc(c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]), vc(c->tensors[XHAL_PAGED_ATTENTION_V_CACHE]);
+    const TensorRef<const S> q(c->tensors[XHAL_PAGED_ATTENTION_Q]), kc(c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]),
+        vc(c->tensors[XHAL_PAGED_ATTENTION_V_CACHE]);
     const TensorRef<S> out(c->tensors[XHAL_PAGED_ATTENTION_OUT]);
-    const TensorRef<const int32_t> table(c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE]), lens(c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS]);
+    const TensorRef<const int32_t> table(c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE]),
+        lens(c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS]);
     const int64_t B = q.size(0), Hq = q.size(1), D = q.size(2), Dv = vc.size(3);
     const int64_t block_size = kc.size(1), Hkv = kc.size(2);
     if (const xhal_status s = check_paged_tables(c, msg, len); s != XHAL_OK) return s;

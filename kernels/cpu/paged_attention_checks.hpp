@@ -11,8 +11,10 @@
 namespace xhal::cpu {
 
 inline xhal_status check_paged_tables(const xhal_op_call* c, char* msg, size_t len) {
-  const TensorRef<const int32_t> table(c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE]), lens(c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS]);
-  const int64_t B = c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[0], num_blocks = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]->shape[0];
+  const TensorRef<const int32_t> table(c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE]),
+      lens(c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS]);
+  const int64_t B = c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[0],
+                num_blocks = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]->shape[0];
   const int64_t block_size = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]->shape[1], max_blocks = table.size(1);
   for (int64_t b = 0; b < B; ++b) {
     const int64_t L = *lens.at(b);

@@ -38,9 +38,9 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-constexpr int64_t kTile = 32;            // keys per tile
+constexpr int64_t kTile = 32;  // keys per tile
 static_assert(kTile % kSumBlock == 0, "a tile's keys are scored in whole blocks");
-constexpr int64_t kMinSplitKeys = 256;   // keys per split at least
+constexpr int64_t kMinSplitKeys = 256;  // keys per split at least
 constexpr int64_t kTasksPerThread = 16;  // small tasks: the threads' last ones end close together
 constexpr float kLog2e = 1.44269504088896341f;
 
@@ -52,10 +52,9 @@ struct Partial {
   static Partial at(float* base, int64_t rows) { return {base, base + rows, base + 2 * rows}; }
 };
 
-
 // Brings a line, or a row of `bytes`, into L2 ahead of its use. Not into L1: a tile's K and V rows
 // for all kv heads (128 KiB at D = 128, 8 kv heads) outgrow any L1, so L1 prefetches evicted each
-// other and the tile in use (12% slower on the Xeon; the same on Zen 3, docs/kernel-notes.md).
+// other and the tile in use (12% slower on the Xeon; the same on Zen 3, docs/journal/kernel-notes.md).
 HWY_INLINE void prefetch_line(const void* p) {
   constexpr int kReadOnly = 0, kKeepInL2 = 2;  // __builtin_prefetch's locality 2: prefetcht1 on x86
   __builtin_prefetch(p, kReadOnly, kKeepInL2);
@@ -68,12 +67,12 @@ HWY_INLINE void prefetch_row(const void* p, int64_t bytes) {
 // acc[r * Dv + d] += sum over j < keys of p[r * kTile + j] * v[j][d] for R rows: the rows' vectors
 // of one chunk of 2 * lanes in registers while the keys' V rows stream by, widened to f32 in
 // load2_f32's order; the rest of Dv in place. On AVX512_BF16, vdpbf16ps here (P rounded to bf16)
-// was slower than widening, and four vectors per row slower than two (docs/kernel-notes.md).
+// was slower than widening, and four vectors per row slower than two (docs/journal/kernel-notes.md).
 // next_v (null, or rows to bring into L2 meanwhile, as many as keys): each line at the offset the
 // loop has reached, so that the requests go out a few at a time through the whole P V. With all of
 // a tile's prefetches issued during the scores, a prefetch instruction waits once the core's miss
 // buffers are full, holding the scores up, and P V then runs with no request out: spread over both
-// phases, bf16 decode ran 4-16% faster on 2-core VMs (Zen 3, Xeon; docs/kernel-notes.md).
+// phases, bf16 decode ran 4-16% faster on 2-core VMs (Zen 3, Xeon; docs/journal/kernel-notes.md).
 template <class E, int R>
 void accumulate_tile(float* acc, const float* p, const typename E::Storage* const* v, int64_t keys, int64_t Dv,
                      const typename E::Storage* const* next_v) {
@@ -149,9 +148,11 @@ bool paged_decode_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
   using Q = DotElement<E>;
   constexpr int64_t K = kSumBlock / R;  // keys per score block
-  const TensorRef<const S> q(c->tensors[XHAL_PAGED_ATTENTION_Q]), kc(c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]), vc(c->tensors[XHAL_PAGED_ATTENTION_V_CACHE]);
+  const TensorRef<const S> q(c->tensors[XHAL_PAGED_ATTENTION_Q]), kc(c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]),
+      vc(c->tensors[XHAL_PAGED_ATTENTION_V_CACHE]);
   const TensorRef<S> out(c->tensors[XHAL_PAGED_ATTENTION_OUT]);
-  const TensorRef<const int32_t> table(c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE]), lens(c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS]);
+  const TensorRef<const int32_t> table(c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE]),
+      lens(c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS]);
   const int64_t B = q.size(0), Hq = q.size(1), D = q.size(2), Dv = vc.size(3);
   const int64_t block_size = kc.size(1), Hkv = kc.size(2), group = Hq / Hkv;
   const MaskParams mask = MaskParams::from(c->params);
@@ -217,7 +218,7 @@ bool paged_decode_typed(const xhal_op_call* c) {
     // Tasks are claimed one at a time; the next one during the current one's last tile, so that
     // its first tile comes in during that tile's scores like any other.
     int64_t task = next_task.fetch_add(1), claimed = -1;
-    int cur = 0;               // the slot set of the tile in hand; the other one takes the next tile
+    int cur = 0;  // the slot set of the tile in hand; the other one takes the next tile
     bool first_ready = false;  // set cur holds this task's first tile already
     // Claims the next task; true when it has keys, its first tile's slots then in set `which`.
     auto claim_ahead = [&](int which) {
@@ -324,7 +325,8 @@ bool paged_decode_typed(const xhal_op_call* c) {
 // R, the query rows per score block, from the GQA group's size. False when the allocator had no
 // scratch to give.
 bool paged_decode(const xhal_op_call* c) {
-  const int64_t group = c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[1] / c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]->shape[2];
+  const int64_t group =
+      c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[1] / c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]->shape[2];
   bool ok = false;
   with_element(c->dtype,
                [&]<class E>() { with_rows_per_block(group, [&]<int R>() { ok = paged_decode_typed<E, R>(c); }); });
@@ -344,7 +346,8 @@ template <class E>
 struct PagedAttentionSimd {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     if (const xhal_status s = check_paged_tables(c, msg, len); s != XHAL_OK) return s;
-    if (c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[0] * c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[1] == 0) return XHAL_OK;
+    if (c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[0] * c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[1] == 0)
+      return XHAL_OK;
     if (HWY_DYNAMIC_DISPATCH(paged_decode)(c)) return XHAL_OK;
     return workspaces_refused(msg, len, "paged_attention");
   }

@@ -12,8 +12,7 @@ namespace xhal::cpu {
 namespace {
 
 template <class E>
-void normalize_row(float* row, const float* weight, int64_t n, float eps,
-                   typename E::Storage* out) {
+void normalize_row(float* row, const float* weight, int64_t n, float eps, typename E::Storage* out) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) sum += row[i] * row[i];

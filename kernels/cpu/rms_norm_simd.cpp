@@ -85,8 +85,8 @@ void norm_rows_typed(const xhal_op_call* c) {
   {
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      norm(x.row(r), residual ? residual.row(r) : nullptr, weight.data(), kernels::op_params<xhal_norm_op_params>(c).eps, n, out.row(r),
-           r + 1 < rows ? x.row(r + 1) : nullptr);
+      norm(x.row(r), residual ? residual.row(r) : nullptr, weight.data(),
+           kernels::op_params<xhal_norm_op_params>(c).eps, n, out.row(r), r + 1 < rows ? x.row(r + 1) : nullptr);
     }
     stream_fence();
   }

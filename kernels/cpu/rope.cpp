@@ -42,8 +42,6 @@ struct RopeKernel {
 
 }  // namespace
 
-XHAL_REGISTER_KERNELS(host) {
-  register_float_kernels<RopeKernel>(host, "cpu.rope", XHAL_OP_ROPE);
-}
+XHAL_REGISTER_KERNELS(host) { register_float_kernels<RopeKernel>(host, "cpu.rope", XHAL_OP_ROPE); }
 
 }  // namespace xhal::cpu

@@ -98,7 +98,9 @@ bool rope_typed(const xhal_op_call* c) {
   const int64_t tokens = q.size(0), half = cache.size(1) / 2;
   const bool neox = kernels::op_params<xhal_rope_op_params>(c).style == XHAL_ROPE_NEOX;
   // Each thread's cos and sin row in the order the rotation reads them.
-  const auto pairs = [&](Carver& carver) { return std::pair{carver.take<float>(2, half), carver.take<float>(2, half)}; };
+  const auto pairs = [&](Carver& carver) {
+    return std::pair{carver.take<float>(2, half), carver.take<float>(2, half)};
+  };
   Carver size;
   pairs(size);
   const ThreadWorkspaces workspaces(c, size.bytes(), tokens);
@@ -156,9 +158,7 @@ struct RopeSimd {
 };
 }  // namespace
 
-XHAL_REGISTER_KERNELS(host) {
-  register_fast_kernels<RopeSimd>(host, "cpu.rope_simd", XHAL_OP_ROPE);
-}
+XHAL_REGISTER_KERNELS(host) { register_fast_kernels<RopeSimd>(host, "cpu.rope_simd", XHAL_OP_ROPE); }
 
 }  // namespace xhal::cpu
 #endif

@@ -41,7 +41,7 @@ class Scratch {
   // `bytes` < 0 (an overflowed size) is refused like an allocation the allocator cannot make.
   Scratch(const xhal_op_call* c, int64_t bytes) : c_(c) {
     if (bytes < 0 || c->host->scratch_alloc(c->host->ctx, c->device, size_t(bytes), c->stream, &ptr_, refusal_,
-                                                 sizeof refusal_) != XHAL_OK) {
+                                            sizeof refusal_) != XHAL_OK) {
       ptr_ = nullptr;
     }
   }

@@ -34,7 +34,7 @@ std::string simd_summary() {
 namespace {
 bool g_bf16_disabled = false;
 bool g_amx_disabled = false;
-}
+}  // namespace
 
 std::string apply_cpu_disable(const char* list) {
   std::string unknown;

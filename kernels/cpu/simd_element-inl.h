@@ -21,7 +21,7 @@
 
 #include "kernels/cpu/element.hpp"
 #include "kernels/cpu/simd.hpp"
-#include "kernels/cpu/stream_copy.hpp"
+#include "kernels/cpu/stream_threshold.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
@@ -150,9 +150,10 @@ HWY_INLINE void store2_f32(VF a, VF b, typename E::Storage* p) {
       // bf16(a) in the low half, bf16(b) in the high one; element 2k is a's k-th, 2k+1 b's.
       hn::Vec<decltype(du16)> halves;
       asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves.raw) : "v"(b.raw), "v"(a.raw));
-      const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
-                                                  23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-      const hn::Vec<decltype(du16)> packed{_mm512_permutexvar_epi16(interleave, halves.raw)};  // Highway 1.0.3: no 16-bit table lookup
+      const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                                  22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+      const hn::Vec<decltype(du16)> packed{
+          _mm512_permutexvar_epi16(interleave, halves.raw)};  // Highway 1.0.3: no 16-bit table lookup
       put<kStream>(packed, du16, p);
       return;
     }

@@ -27,8 +27,8 @@ inline constexpr float kExp2Poly<3>[4] = {0.999924541f, 0.693136752f, 0.24263948
 template <>
 inline constexpr float kExp2Poly<4>[5] = {1.0f, 0.693121016f, 0.240223497f, 0.0559219755f, 0.00966636837f};
 template <>
-inline constexpr float kExp2Poly<5>[6] = {1.00000012f, 0.693147182f, 0.240221068f, 0.0555035695f, 0.00967603177f,
-                                          0.00133908633f};
+inline constexpr float kExp2Poly<5>[6] = {1.00000012f,   0.693147182f,   0.240221068f,
+                                          0.0555035695f, 0.00967603177f, 0.00133908633f};
 
 // e[k] = 2^(a[k] * b) for a[k] * b in [-126, 126] (callers clamp), the kN computations advanced
 // step by step together (see silu_times). AVX-512: n = round(a b), f = a b - n by one fused
@@ -122,7 +122,8 @@ HWY_INLINE void sum_lanes_of_block(const VF* v, float* out) {
                          _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0xDD));
   }
   for (int i = 0; i < 2; ++i) {  // pairs within quarters
-    x[i] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * i], x[2 * i + 1], 0x44), _mm512_shuffle_ps(x[2 * i], x[2 * i + 1], 0xEE));
+    x[i] =
+        _mm512_add_ps(_mm512_shuffle_ps(x[2 * i], x[2 * i + 1], 0x44), _mm512_shuffle_ps(x[2 * i], x[2 * i + 1], 0xEE));
   }
   _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(x[0], x[1], 0x88), _mm512_shuffle_ps(x[0], x[1], 0xDD)));
 #elif HWY_TARGET == HWY_AVX2

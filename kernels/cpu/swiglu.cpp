@@ -9,8 +9,7 @@ namespace xhal::cpu {
 namespace {
 
 template <class E>
-void swiglu_row(const typename E::Storage* gate, const typename E::Storage* up,
-                typename E::Storage* out, int64_t n) {
+void swiglu_row(const typename E::Storage* gate, const typename E::Storage* up, typename E::Storage* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = E::load(gate[i]);
     out[i] = E::store(g / (1.0f + std::exp(-g)) * E::load(up[i]));

@@ -23,8 +23,7 @@ namespace xhal::cpu::HWY_NAMESPACE {
 // Zen 5 with the earlier, slower silu). Every value is computed from the row's own elements, so
 // bf16 is rounded without a NaN test (NaNs::from_bf16).
 template <class E, bool kStream>
-void swiglu_row(const typename E::Storage* gate, const typename E::Storage* up, typename E::Storage* out,
-                int64_t n) {
+void swiglu_row(const typename E::Storage* gate, const typename E::Storage* up, typename E::Storage* out, int64_t n) {
   using S = typename E::Storage;
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));

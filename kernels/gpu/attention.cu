@@ -6,7 +6,6 @@
 #include "flash_attention.cuh"
 #include "flash_launch.cuh"
 
-
 namespace xhal::gpu {
 namespace {
 
@@ -21,10 +20,9 @@ struct DenseKeys {
 
 // One warp per (sequence, query head, row); rows index up to max_rows per sequence.
 template <class E>
-__global__ void __launch_bounds__(kGenericWarps * kWarpSize)
-    generic_attention_kernel(const typename E::T* q, const typename E::T* k, const typename E::T* v,
-                             typename E::T* out, float* lse, AttnLayout a, Sequences seqs,
-                             int64_t max_rows, Mask mask) {
+__global__ void __launch_bounds__(kGenericWarps* kWarpSize)
+    generic_attention_kernel(const typename E::T* q, const typename E::T* k, const typename E::T* v, typename E::T* out,
+                             float* lse, AttnLayout a, Sequences seqs, int64_t max_rows, Mask mask) {
   extern __shared__ float q_shared[];
   const int warp = threadIdx.x / kWarpSize;
   const int64_t tasks = seqs.batch * a.Hq * max_rows;
@@ -37,13 +35,12 @@ __global__ void __launch_bounds__(kGenericWarps * kWarpSize)
     int64_t lo, hi;
     mask.visible(i, Sq, Sk, &lo, &hi);
     const int64_t hk = h / a.group;
-    DenseKeys<typename E::T> src{k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2],
-                                 v + b * a.v[0] + k0 * a.v[1] + hk * a.v[2], a.k[1], a.v[1]};
+    DenseKeys<typename E::T> src{k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2], v + b * a.v[0] + k0 * a.v[1] + hk * a.v[2],
+                                 a.k[1], a.v[1]};
     const int64_t row = q0 + i;
     attend_row<E>(q + b * a.q[0] + row * a.q[1] + h * a.q[2], a.D, a.Dv, lo, hi, mask, src,
                   out + b * a.o[0] + row * a.o[1] + h * a.o[2],
-                  lse ? lse + b * a.lse[0] + h * a.lse[1] + row * a.lse[2] : nullptr,
-                  q_shared + warp * a.D);
+                  lse ? lse + b * a.lse[0] + h * a.lse[1] + row * a.lse[2] : nullptr, q_shared + warp * a.D);
   }
 }
 
@@ -56,15 +53,12 @@ xhal_status launch_generic(const xhal_op_call* c, const AttnProblem& problem, ch
   const int64_t tasks = seqs.batch * a.Hq * max_rows;
   if (tasks == 0) return XHAL_OK;
   const size_t shared = size_t(kGenericWarps) * a.D * sizeof(float);
-  if (shared > 48 * 1024) {
-    (void)gpuFuncSetAttribute(reinterpret_cast<const void*>(generic_attention_kernel<E>),
-                        gpuFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-  }
+  if (shared > 48 * 1024) allow_shared_bytes(generic_attention_kernel<E>, shared);
   const DLTensor* lse = c->tensors[XHAL_ATTENTION_LSE];
-  generic_attention_kernel<E><<<grid_for(tasks, kGenericWarps, int64_t(1) << 20),
-                                kGenericWarps * kWarpSize, shared,
+  generic_attention_kernel<E><<<grid_for(tasks, kGenericWarps, int64_t(1) << 20), kGenericWarps * kWarpSize, shared,
                                 static_cast<gpuStream_t>(c->stream)>>>(
-      static_cast<const T*>(c->tensors[XHAL_ATTENTION_Q]->data), static_cast<const T*>(c->tensors[XHAL_ATTENTION_K]->data),
+      static_cast<const T*>(c->tensors[XHAL_ATTENTION_Q]->data),
+      static_cast<const T*>(c->tensors[XHAL_ATTENTION_K]->data),
       static_cast<const T*>(c->tensors[XHAL_ATTENTION_V]->data), static_cast<T*>(c->tensors[XHAL_ATTENTION_OUT]->data),
       lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, max_rows, Mask::from(c->params));
   return launch_status(msg, len, "generic attention");
@@ -94,8 +88,7 @@ struct GenericAttentionVarlen {
 struct MmaFlash {
   static constexpr const char* kName = "flash attention";
   template <class E>
-  static const char* launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
-                            int64_t max_rows) {
+  static const char* launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
     switch (a.D) {
       case 64: launch_flash_tile<E, MmaFlashKernels, FlashTile<64, 64, 2>>(c, a, seqs, max_rows); break;
       case 80: launch_flash_tile<E, MmaFlashKernels, FlashTile<80, 64, 2>>(c, a, seqs, max_rows); break;
@@ -116,15 +109,13 @@ using MmaFlashVarlen = FlashVarlen<MmaFlash, E>;
 
 XHAL_REGISTER_KERNELS(host) {
   const kernels::KernelTraits generic{0, true, generic_supports};
-  register_float_kernels<GenericAttention>(host, XHAL_GPU_BACKEND ".attention_generic",
-                                           XHAL_OP_ATTENTION, generic);
+  register_float_kernels<GenericAttention>(host, XHAL_GPU_BACKEND ".attention_generic", XHAL_OP_ATTENTION, generic);
   register_float_kernels<GenericAttentionVarlen>(host, XHAL_GPU_BACKEND ".attention_varlen_generic",
                                                  XHAL_OP_ATTENTION_VARLEN, generic);
 #if !defined(__HIPCC__)
   const kernels::KernelTraits flash{10, false, flash_supports};
   register_half_kernels<MmaFlashDense>(host, "cuda.flash_attention_mma", XHAL_OP_ATTENTION, flash);
-  register_half_kernels<MmaFlashVarlen>(host, "cuda.flash_attention_varlen_mma",
-                                              XHAL_OP_ATTENTION_VARLEN, flash);
+  register_half_kernels<MmaFlashVarlen>(host, "cuda.flash_attention_varlen_mma", XHAL_OP_ATTENTION_VARLEN, flash);
 #endif
 }
 

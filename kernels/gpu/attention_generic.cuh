@@ -18,9 +18,8 @@ inline constexpr int kGenericMaxHeadDim = 512;
 //   key(j) / value(j): const T* to the row (nullptr = unreadable, the key is skipped).
 // q: the query row; out: the output row; lse: nullptr or where the log-sum-exp goes.
 template <class E, class Src>
-__device__ void attend_row(const typename E::T* q, int64_t D, int64_t Dv, int64_t lo, int64_t hi,
-                           const Mask& mask, const Src& src, typename E::T* out, float* lse,
-                           float* q_shared) {
+__device__ void attend_row(const typename E::T* q, int64_t D, int64_t Dv, int64_t lo, int64_t hi, const Mask& mask,
+                           const Src& src, typename E::T* out, float* lse, float* q_shared) {
   const int lane = threadIdx.x % kWarpSize;
   for (int64_t d = lane; d < D; d += kWarpSize) q_shared[d] = E::load(q[d]) * mask.scale;
   warp_sync();

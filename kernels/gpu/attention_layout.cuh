@@ -31,7 +31,7 @@ struct Mask {
 // Strides of q, k, v, out, lse with a batch dim (dense) or without (varlen: batch stride 0).
 struct AttnLayout {
   int64_t q[3], k[3], v[3], o[3];  // batch, seq, head strides
-  int64_t lse[3];                  // batch, head, row strides
+  int64_t lse[3];  // batch, head, row strides
   int64_t Hq, group, D, Dv;
 };
 

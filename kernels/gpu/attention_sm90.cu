@@ -8,17 +8,10 @@
 namespace xhal::gpu {
 namespace {
 
-// True when `device` is compute capability 9.0, cached per device.
+// True when `device` is compute capability 9.0.
 bool is_sm90(int device) {
-  static int cc[64] = {};
-  if (device < 0 || device >= 64) return false;
-  if (cc[device] == 0) {
-    int major = 0, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    cc[device] = major * 10 + minor;
-  }
-  return cc[device] == 90;
+  return device_attribute<cudaDevAttrComputeCapabilityMajor>(device) == 9 &&
+         device_attribute<cudaDevAttrComputeCapabilityMinor>(device) == 0;
 }
 
 const char* wgmma_supports(void*, const xhal_op_call* c) {
@@ -41,8 +34,7 @@ const char* wgmma_supports(void*, const xhal_op_call* c) {
 
 // TMA maps of q, k and v for this call, then the grid.
 template <class E, class Tile>
-const char* launch_wgmma_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
-                              int64_t max_rows) {
+const char* launch_wgmma_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
   using T = typename E::T;
   const bool batched = seqs.cu_q == nullptr, bf16 = E::kDType == XHAL_DTYPE_BF16;
   AttnMaps maps;
@@ -53,18 +45,18 @@ const char* launch_wgmma_tile(const xhal_op_call* c, const AttnLayout& a, const 
   }
   const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
   const DLTensor* lse = c->tensors[XHAL_ATTENTION_LSE];
-  flash_kernel_for<E, WgmmaFlashKernels, Tile>(c)<<<flash_grid(a, seqs, m_tiles), Tile::kThreads,
-                                                    Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
-      maps, static_cast<const T*>(c->tensors[XHAL_ATTENTION_V]->data), static_cast<T*>(c->tensors[XHAL_ATTENTION_OUT]->data),
-      lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
+  flash_kernel_for<E, WgmmaFlashKernels, Tile>(
+      c)<<<flash_grid(a, seqs, m_tiles), Tile::kThreads, Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
+      maps, static_cast<const T*>(c->tensors[XHAL_ATTENTION_V]->data),
+      static_cast<T*>(c->tensors[XHAL_ATTENTION_OUT]->data), lse ? static_cast<float*>(lse->data) : nullptr, a, seqs,
+      Mask::from(c->params), m_tiles);
   return nullptr;
 }
 
 struct WgmmaFlash {
   static constexpr const char* kName = "flash attention (wgmma)";
   template <class E>
-  static const char* launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
-                            int64_t max_rows) {
+  static const char* launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
     if (a.D == 64) return launch_wgmma_tile<E, WgmmaFlashTile<64, 128>>(c, a, seqs, max_rows);
     return launch_wgmma_tile<E, WgmmaFlashTile<128, 128>>(c, a, seqs, max_rows);
   }
@@ -80,8 +72,7 @@ XHAL_REGISTER_KERNELS(host) {
 #if defined(XHAL_CUDA_SM90A)
   const kernels::KernelTraits wgmma{20, false, wgmma_supports};
   register_half_kernels<WgmmaFlashDense>(host, "cuda.flash_attention_wgmma", XHAL_OP_ATTENTION, wgmma);
-  register_half_kernels<WgmmaFlashVarlen>(host, "cuda.flash_attention_varlen_wgmma",
-                                          XHAL_OP_ATTENTION_VARLEN, wgmma);
+  register_half_kernels<WgmmaFlashVarlen>(host, "cuda.flash_attention_varlen_wgmma", XHAL_OP_ATTENTION_VARLEN, wgmma);
 #else
   (void)host;  // built without sm_90a code: the mma.sync kernel serves Hopper too
 #endif

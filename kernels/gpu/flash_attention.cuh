@@ -33,8 +33,7 @@ struct FlashTile {
 // rows [first, first + kRows) of a [*, D] tile, row r at base + r * stride; rows >= limit are
 // zero-filled (their scores are masked; zeros keep NaN garbage out of P V).
 template <class T, int kRows, int D, int kStride, int kThreads>
-__device__ inline void load_tile(T* shared, const T* base, int64_t stride, int64_t first,
-                                 int64_t limit) {
+__device__ inline void load_tile(T* shared, const T* base, int64_t stride, int64_t first, int64_t limit) {
   // Offsets within the tile in 32 bits (flash_supports bounds the stride) and a loop of known trip
   // count: fewer instructions per copy than 64-bit address arithmetic in a generic loop.
   constexpr int kChunks = D / 8, kTotal = kRows * kChunks, kIters = (kTotal + kThreads - 1) / kThreads;
@@ -74,14 +73,13 @@ template <class E, class Tile, bool kSoftcap>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     flash_attention_kernel(const typename E::T* __restrict__ q, const typename E::T* __restrict__ k,
                            const typename E::T* __restrict__ v, typename E::T* __restrict__ out,
-                           float* __restrict__ lse, AttnLayout a, Sequences seqs, Mask mask,
-                           int64_t m_tiles) {
+                           float* __restrict__ lse, AttnLayout a, Sequences seqs, Mask mask, int64_t m_tiles) {
   using T = typename E::T;
   constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
   constexpr int kStride = Tile::kStride, kThreads = Tile::kThreads;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   T* sQ = reinterpret_cast<T*>(shared_raw);
-  T* sK = sQ + kBlockM * kStride;      // [2][kBlockN][kStride]
+  T* sK = sQ + kBlockM * kStride;  // [2][kBlockN][kStride]
   T* sV = sK + 2 * kBlockN * kStride;  // [2][kBlockN][kStride]
 
   FlashBlock<T> blk;
@@ -220,7 +218,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     const int n = (kv_end - kv_begin < bad_end ? int(kv_end - kv_begin) : bad_end) - bad_begin;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      add_non_finite_values(o[r], rows[r], bad_begin, n, [&](int j) { return vb + (kv_begin + bad_begin + j) * a.v[1]; });
+      add_non_finite_values(o[r], rows[r], bad_begin, n,
+                            [&](int j) { return vb + (kv_begin + bad_begin + j) * a.v[1]; });
     }
   }
 

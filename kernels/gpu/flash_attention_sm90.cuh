@@ -53,19 +53,19 @@ __device__ inline bool consumers_any(bool pred) {
 template <class E, class Tile, bool kSoftcap>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
     flash_attention_wgmma_kernel(const __grid_constant__ AttnMaps maps, const typename E::T* __restrict__ v,
-                                 typename E::T* __restrict__ out, float* __restrict__ lse, AttnLayout a,
-                                 Sequences seqs, Mask mask, int64_t m_tiles) {
+                                 typename E::T* __restrict__ out, float* __restrict__ lse, AttnLayout a, Sequences seqs,
+                                 Mask mask, int64_t m_tiles) {
 #if XHAL_WGMMA_DEVICE
   constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
   extern __shared__ unsigned char shared_raw[];
   unsigned char* sQ = shared_raw + (1024 - sm80::smem_address(shared_raw) % 1024) % 1024;
-  unsigned char* sK = sQ + Tile::kQBytes;        // [2 stages]
+  unsigned char* sK = sQ + Tile::kQBytes;  // [2 stages]
   unsigned char* sV = sK + 2 * Tile::kKVBytes;  // [2 stages]
   uint64_t* bars = reinterpret_cast<uint64_t*>(sQ + Tile::kBarrierOffset);
-  uint64_t* q_full = bars;       // Q landed
-  uint64_t* k_full = bars + 1;   // [2]: K of the stage landed
-  uint64_t* v_full = bars + 3;   // [2]: V of the stage landed
-  uint64_t* empty = bars + 5;    // [2]: both consumers are done with the stage
+  uint64_t* q_full = bars;  // Q landed
+  uint64_t* k_full = bars + 1;  // [2]: K of the stage landed
+  uint64_t* v_full = bars + 3;  // [2]: V of the stage landed
+  uint64_t* empty = bars + 5;  // [2]: both consumers are done with the stage
 
   FlashBlock<typename E::T> blk;
   if (!blk.locate(a, seqs, mask, m_tiles, kBlockM, kBlockN)) return;
@@ -97,13 +97,13 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       const int key = k_row + int(t) * kBlockN;
       sm90::mbarrier_arrive_expect(k_full + st, Tile::kKVBytes);
       for (int cb = 0; cb < D / 64; ++cb) {
-        sm90::tma_load_4d(sK + st * Tile::kKVBytes + cb * kBlockN * 128, &maps.k, cb * 64, int(blk.hk), key,
-                          batch, k_full + st);
+        sm90::tma_load_4d(sK + st * Tile::kKVBytes + cb * kBlockN * 128, &maps.k, cb * 64, int(blk.hk), key, batch,
+                          k_full + st);
       }
       sm90::mbarrier_arrive_expect(v_full + st, Tile::kKVBytes);
       for (int cb = 0; cb < D / 64; ++cb) {
-        sm90::tma_load_4d(sV + st * Tile::kKVBytes + cb * kBlockN * 128, &maps.v, cb * 64, int(blk.hk), key,
-                          batch, v_full + st);
+        sm90::tma_load_4d(sV + st * Tile::kKVBytes + cb * kBlockN * 128, &maps.v, cb * 64, int(blk.hk), key, batch,
+                          v_full + st);
       }
     }
     return;
@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   // NaNs of V are zeroed first, the consumers' 256 threads each taking a share and meeting at a
   // barrier before either reads the tile; true when there were any, to be added back to the rows
   // that see them (add_non_finite_values).
-  auto issue_accumulate = [&](int64_t t, const uint32_t (&pt)[Tile::kPSteps][4]) {
+  auto issue_accumulate = [&](int64_t t, const uint32_t(&pt)[Tile::kPSteps][4]) {
     const int st = int(t & 1);
     sm90::mbarrier_wait(v_full + st, parity(t));
     unsigned char* v_tile = sV + st * Tile::kKVBytes;
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     return non_finite;
   };
   // The scores of tile t (waited for) through the softmax into probabilities pt.
-  auto softmax = [&](int64_t t, uint32_t (&pt)[Tile::kPSteps][4]) {
+  auto softmax = [&](int64_t t, uint32_t(&pt)[Tile::kPSteps][4]) {
     sm90::pin(s);
     online_softmax<kSoftcap>(s, rows, int(t * kBlockN), scale, correction);
 #pragma unroll

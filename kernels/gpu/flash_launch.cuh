@@ -12,7 +12,8 @@ namespace xhal::gpu {
 // The flash kernels' conditions: 16-bit types (they are only registered for them), D == Dv in
 // {64, 80, 96, 128, 256}, 16-byte aligned q/k/v rows and 4-byte aligned output pairs.
 inline const char* flash_supports(void*, const xhal_op_call* c) {
-  const DLTensor *q = c->tensors[XHAL_ATTENTION_Q], *k = c->tensors[XHAL_ATTENTION_K], *v = c->tensors[XHAL_ATTENTION_V];
+  const DLTensor *q = c->tensors[XHAL_ATTENTION_Q], *k = c->tensors[XHAL_ATTENTION_K],
+                 *v = c->tensors[XHAL_ATTENTION_V];
   const DLTensor* out = c->tensors[XHAL_ATTENTION_OUT];
   const int64_t D = q->shape[q->ndim - 1];
   if (v->shape[v->ndim - 1] != D) return "value head dim differs from the query head dim";
@@ -37,14 +38,13 @@ inline const char* flash_supports(void*, const xhal_op_call* c) {
 template <class E, template <class, class, bool> class Kernels, class Tile>
 auto flash_kernel_for(const xhal_op_call* c) {
   static const bool shared_raised = [] {
-    for (const void* k : {reinterpret_cast<const void*>(Kernels<E, Tile, true>::kernel),
-                          reinterpret_cast<const void*>(Kernels<E, Tile, false>::kernel)}) {
-      gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSharedBytes));
-    }
+    allow_shared_bytes(Kernels<E, Tile, true>::kernel, Tile::kSharedBytes);
+    allow_shared_bytes(Kernels<E, Tile, false>::kernel, Tile::kSharedBytes);
     return true;
   }();
   (void)shared_raised;
-  return kernels::op_params<xhal_attention_op_params>(c).softcap > 0.0f ? Kernels<E, Tile, true>::kernel : Kernels<E, Tile, false>::kernel;
+  return kernels::op_params<xhal_attention_op_params>(c).softcap > 0.0f ? Kernels<E, Tile, true>::kernel
+                                                                        : Kernels<E, Tile, false>::kernel;
 }
 
 // The (query tile, head, sequence) grid.
@@ -54,14 +54,14 @@ inline dim3 flash_grid(const AttnLayout& a, const Sequences& seqs, int64_t m_til
 
 // Launches Kernels<E, Tile, softcap>::kernel over the (query tile, head, sequence) grid.
 template <class E, template <class, class, bool> class Kernels, class Tile>
-void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs,
-                       int64_t max_rows) {
+void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
   using T = typename E::T;
   const int64_t m_tiles = (max_rows + Tile::kBlockM - 1) / Tile::kBlockM;
   const DLTensor* lse = c->tensors[XHAL_ATTENTION_LSE];
-  flash_kernel_for<E, Kernels, Tile>(c)<<<flash_grid(a, seqs, m_tiles), Tile::kThreads,
-                                          Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
-      static_cast<const T*>(c->tensors[XHAL_ATTENTION_Q]->data), static_cast<const T*>(c->tensors[XHAL_ATTENTION_K]->data),
+  flash_kernel_for<E, Kernels, Tile>(
+      c)<<<flash_grid(a, seqs, m_tiles), Tile::kThreads, Tile::kSharedBytes, static_cast<gpuStream_t>(c->stream)>>>(
+      static_cast<const T*>(c->tensors[XHAL_ATTENTION_Q]->data),
+      static_cast<const T*>(c->tensors[XHAL_ATTENTION_K]->data),
       static_cast<const T*>(c->tensors[XHAL_ATTENTION_V]->data), static_cast<T*>(c->tensors[XHAL_ATTENTION_OUT]->data),
       lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
 }

@@ -22,8 +22,8 @@ struct FlashBlock {
   const T *qb, *kb, *vb;  // this (sequence, head)'s first row of q, k and v (see bases())
 
   // False when the block has no rows (a varlen sequence shorter than the longest).
-  __device__ bool locate(const AttnLayout& a, const Sequences& seqs, const Mask& mask, int64_t m_tiles,
-                         int block_m, int block_n) {
+  __device__ bool locate(const AttnLayout& a, const Sequences& seqs, const Mask& mask, int64_t m_tiles, int block_m,
+                         int block_n) {
     b = blockIdx.z, head = blockIdx.y, hk = head / a.group;
     const int64_t m_tile = m_tiles - 1 - blockIdx.x;  // the longest (causal) tiles start first
     seqs.span(b, &q0, &Sq, &k0, &Sk);
@@ -56,8 +56,7 @@ struct SoftmaxRows {
   int lo[2], hi[2];
 
   // i: the two rows' indices; rows at or past Sq see nothing.
-  __device__ void set_ranges(const Mask& mask, const int64_t (&i)[2], int64_t Sq, int64_t Sk,
-                             int64_t kv_begin) {
+  __device__ void set_ranges(const Mask& mask, const int64_t (&i)[2], int64_t Sq, int64_t Sk, int64_t kv_begin) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       int64_t l = kv_begin, u = kv_begin;
@@ -83,21 +82,22 @@ struct ScoreScale {
 // relative to the running max), masks keys outside each row's range and updates the running max
 // and sum. correction[h]: the factor the output accumulator's row h must be scaled by (rescale()).
 template <bool kSoftcap, int kSTiles>
-__device__ inline void online_softmax(float (&s)[kSTiles][4], SoftmaxRows& rows, int jt,
-                                      const ScoreScale& sc, float (&correction)[2]) {
+__device__ inline void online_softmax(float (&s)[kSTiles][4], SoftmaxRows& rows, int jt, const ScoreScale& sc,
+                                      float (&correction)[2]) {
   const int tig = threadIdx.x % 4;
   float tile_max[2] = {-INFINITY, -INFINITY};
   constexpr int kKeys = 8 * kSTiles;
-  const bool inside = jt >= rows.lo[0] && jt >= rows.lo[1] && jt + kKeys <= rows.hi[0] &&
-                      jt + kKeys <= rows.hi[1];
+  const bool inside = jt >= rows.lo[0] && jt >= rows.lo[1] && jt + kKeys <= rows.hi[0] && jt + kKeys <= rows.hi[1];
 #pragma unroll
   for (int t = 0; t < kSTiles; ++t) {
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       const int h = c / 2;
       float x;
-      if constexpr (kSoftcap) x = sc.cap_log2 * tanhf(s[t][c] * sc.scale_over_cap);
-      else x = s[t][c] * sc.scale_log2;
+      if constexpr (kSoftcap)
+        x = sc.cap_log2 * tanhf(s[t][c] * sc.scale_over_cap);
+      else
+        x = s[t][c] * sc.scale_log2;
       if (!inside) {
         const int j = jt + t * 8 + tig * 2 + (c & 1);
         if (j < rows.lo[h] || j >= rows.hi[h]) x = -INFINITY;
@@ -206,9 +206,9 @@ __device__ inline void add_non_finite_values(float (&o)[kOTiles][4], const Softm
 // Divides the thread's two output rows by their sums and stores them (and the lse when asked);
 // i: the rows' indices within the sequence, rows at or past Sq are not written.
 template <class E, int kOTiles>
-__device__ inline void store_rows(const float (&o)[kOTiles][4], const SoftmaxRows& rows,
-                                  const int64_t (&i)[2], int64_t Sq, typename E::T* out, const AttnLayout& a,
-                                  int64_t b, int64_t head, int64_t q0, float* lse) {
+__device__ inline void store_rows(const float (&o)[kOTiles][4], const SoftmaxRows& rows, const int64_t (&i)[2],
+                                  int64_t Sq, typename E::T* out, const AttnLayout& a, int64_t b, int64_t head,
+                                  int64_t q0, float* lse) {
   constexpr float kLn2 = 0.6931471805599453f;
   const int tig = threadIdx.x % 4;
 #pragma unroll

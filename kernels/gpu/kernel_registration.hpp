@@ -10,7 +10,7 @@ namespace xhal::gpu {
 // Accuracy classes vs float64: the same f32 accumulation as the CPU reference; fast exp and tensor
 // cores (bf16/f16 products, f32 sums) stay within the 16-bit types' output rounding.
 constexpr kernels::Accuracy accuracy_for(xhal_dtype dtype) {
-  return dtype == XHAL_DTYPE_F32 ? kernels::Accuracy{5e-5, 5e-5}
+  return dtype == XHAL_DTYPE_F32   ? kernels::Accuracy{5e-5, 5e-5}
          : dtype == XHAL_DTYPE_F16 ? kernels::Accuracy{2e-3, 2e-3}
                                    : kernels::Accuracy{1.6e-2, 1.6e-2};
 }

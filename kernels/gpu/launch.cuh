@@ -2,6 +2,8 @@
 // checks for 16-byte vector access, and turning launch errors into statuses.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <cstdio>
 
@@ -17,8 +19,8 @@ using kernels::kernel_error;
 
 // A tensor viewed as rows of its last dimension: row r starts at offset(r) elements.
 struct RowLayout {
-  int lead = 0;               // number of leading dims
-  int64_t size[7] = {};       // leading dims, outermost first
+  int lead = 0;  // number of leading dims
+  int64_t size[7] = {};  // leading dims, outermost first
   int64_t stride[7] = {};
   int64_t rows = 0, cols = 0;
 
@@ -59,20 +61,37 @@ inline bool rows_vectorizable(const DLTensor* t, int64_t cols) {
 inline xhal_status launch_status(char* msg, size_t len, const char* kernel) {
   const gpuError_t err = gpuGetLastError();
   if (err == gpuSuccess) return XHAL_OK;
-  return kernel_error(msg, len, XHAL_ERR_DEVICE, "%s: launch failed: %s", kernel,
-                      gpuGetErrorString(err));
+  return kernel_error(msg, len, XHAL_ERR_DEVICE, "%s: launch failed: %s", kernel, gpuGetErrorString(err));
 }
 
-// The multiprocessor count of `device`, cached (kernels size one-wave grids by it).
-inline int multiprocessor_count(int device) {
-  static int counts[64] = {};
-  if (device < 0 || device >= 64) return 1;
-  if (counts[device] == 0) {
-    int count = 0;
-    if (gpuDeviceGetAttribute(&count, gpuDevAttrMultiProcessorCount, device) != gpuSuccess) count = 1;
-    counts[device] = count > 0 ? count : 1;
+// An attribute of `device` (gpuDevAttr...), read from the runtime once per device and cached;
+// 0 when the runtime cannot tell.
+template <auto kAttribute>
+int device_attribute(int device) {
+  static std::atomic<int> cached[64];  // the value + 1; 0 = not read yet
+  if (device < 0 || device >= 64) return 0;
+  int stored = cached[device].load(std::memory_order_relaxed);
+  if (stored == 0) {
+    int value = 0;
+    if (gpuDeviceGetAttribute(&value, kAttribute, device) != gpuSuccess) value = 0;
+    stored = value + 1;
+    cached[device].store(stored, std::memory_order_relaxed);
   }
-  return counts[device];
+  return stored - 1;
+}
+
+// The multiprocessor count of `device` (kernels size one-wave grids by it), at least 1.
+inline int multiprocessor_count(int device) {
+  const int count = device_attribute<gpuDevAttrMultiProcessorCount>(device);
+  return count > 0 ? count : 1;
+}
+
+// Lets `kernel` launch with up to `bytes` of dynamic shared memory: above the default 48 KiB a
+// kernel must opt in. The one place every kernel does so.
+template <class Kernel>
+void allow_shared_bytes(Kernel kernel, size_t bytes) {
+  (void)gpuFuncSetAttribute(reinterpret_cast<const void*>(kernel), gpuFuncAttributeMaxDynamicSharedMemorySize,
+                            int(bytes));
 }
 
 // A block of about `want` threads: whole warps, at least one, at most `max_threads`.
@@ -120,8 +139,7 @@ void register_float_kernels(const xhal_host_api* host, const char* name, xhal_op
 
 // Registers Kernel<E>::run for the 16-bit types only (tensor-core kernels).
 template <template <class> class Kernel>
-void register_half_kernels(const xhal_host_api* host, const char* name, xhal_op op,
-                           kernels::KernelTraits traits) {
+void register_half_kernels(const xhal_host_api* host, const char* name, xhal_op op, kernels::KernelTraits traits) {
   kernels::register_kernel(host, name, op, XHAL_DTYPE_F16, &on_call_device<&Kernel<F16>::run>,
                            accuracy_for(XHAL_DTYPE_F16), traits);
   kernels::register_kernel(host, name, op, XHAL_DTYPE_BF16, &on_call_device<&Kernel<BF16>::run>,

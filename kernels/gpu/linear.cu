@@ -17,8 +17,8 @@ static_assert(kSide * kSide == kLinearThreads, "one thread per 8 x 8 block of th
 // Stages rows [r0, r0 + kTile) x columns [k0, k0 + kSlice) of a K-contiguous operand as f32,
 // transposed into s[k][row]; zeros outside the operand. Each thread loads 8 consecutive k of a row.
 template <class E>
-__device__ inline void stage_slice(float (*s)[kTile], const typename E::T* src, int64_t ld, int64_t rows,
-                                   int64_t K, int64_t r0, int64_t k0) {
+__device__ inline void stage_slice(float (*s)[kTile], const typename E::T* src, int64_t ld, int64_t rows, int64_t K,
+                                   int64_t r0, int64_t k0) {
   const int r = threadIdx.x / 2, kc = (threadIdx.x % 2) * (kSlice / 2);
   const bool row_ok = r0 + r < rows;
   const typename E::T* p = src + (r0 + r) * ld + k0 + kc;
@@ -31,8 +31,8 @@ __device__ inline void stage_slice(float (*s)[kTile], const typename E::T* src, 
 template <class E>
 __global__ void __launch_bounds__(kLinearThreads)
     linear_tiled_kernel(const typename E::T* x, int64_t ldx, const typename E::T* w, int64_t ldw,
-                        const typename E::T* bias, int64_t bias_stride, typename E::T* out, int64_t ldo,
-                        int64_t M, int64_t N, int64_t K) {
+                        const typename E::T* bias, int64_t bias_stride, typename E::T* out, int64_t ldo, int64_t M,
+                        int64_t N, int64_t K) {
   __shared__ float xs[kSlice][kTile];
   __shared__ float ws[kSlice][kTile];
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
@@ -86,11 +86,11 @@ struct LinearTiled {
       return kernels::kernel_error(msg, len, XHAL_ERR_UNSUPPORTED, "tiled linear: more than %d rows of x",
                                    65535 * kTile);
     }
-    linear_tiled_kernel<E><<<dim3(unsigned(tiles_n), unsigned(tiles_m)), kLinearThreads, 0,
-                             static_cast<gpuStream_t>(c->stream)>>>(
-        static_cast<const T*>(x->data), x->strides[0], static_cast<const T*>(w->data), w->strides[0],
-        bias != nullptr ? static_cast<const T*>(bias->data) : nullptr, bias != nullptr ? bias->strides[0] : 0,
-        static_cast<T*>(out->data), out->strides[0], M, N, K);
+    linear_tiled_kernel<E>
+        <<<dim3(unsigned(tiles_n), unsigned(tiles_m)), kLinearThreads, 0, static_cast<gpuStream_t>(c->stream)>>>(
+            static_cast<const T*>(x->data), x->strides[0], static_cast<const T*>(w->data), w->strides[0],
+            bias != nullptr ? static_cast<const T*>(bias->data) : nullptr, bias != nullptr ? bias->strides[0] : 0,
+            static_cast<T*>(out->data), out->strides[0], M, N, K);
     return launch_status(msg, len, "tiled linear");
   }
 };

@@ -31,9 +31,7 @@ __device__ inline void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t
   }
 }
 
-__device__ inline uint32_t smem_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+__device__ inline uint32_t smem_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
 // Four 8x8 matrices of 16-bit elements; lane l gives the row address of matrix l / 8, row l % 8.
 __device__ inline void ldmatrix_x4(uint32_t (&r)[4], const void* row) {

@@ -19,8 +19,7 @@ struct PagedKeys {
   int64_t k_block_stride, k_slot_stride, v_block_stride, v_slot_stride;
   __device__ const T* key(int64_t j) const {
     const int64_t block = table[j / block_size];
-    return block >= 0 && block < num_blocks ? k + block * k_block_stride + (j % block_size) * k_slot_stride
-                                            : nullptr;
+    return block >= 0 && block < num_blocks ? k + block * k_block_stride + (j % block_size) * k_slot_stride : nullptr;
   }
   __device__ const T* value(int64_t j) const {
     const int64_t block = table[j / block_size];
@@ -34,10 +33,10 @@ struct PagedLayout {
 };
 
 template <class E>
-__global__ void __launch_bounds__(kGenericWarps * kWarpSize)
-    generic_paged_kernel(const typename E::T* q, const typename E::T* k, const typename E::T* v,
-                         const int32_t* table, const int32_t* lens, typename E::T* out,
-                         PagedKeys<typename E::T> keys, PagedLayout a, Mask mask) {
+__global__ void __launch_bounds__(kGenericWarps* kWarpSize)
+    generic_paged_kernel(const typename E::T* q, const typename E::T* k, const typename E::T* v, const int32_t* table,
+                         const int32_t* lens, typename E::T* out, PagedKeys<typename E::T> keys, PagedLayout a,
+                         Mask mask) {
   extern __shared__ float q_shared[];
   const int warp = threadIdx.x / kWarpSize;
   for (int64_t task = int64_t(blockIdx.x) * kGenericWarps + warp; task < a.batch * a.Hq;
@@ -51,8 +50,8 @@ __global__ void __launch_bounds__(kGenericWarps * kWarpSize)
     src.k = k + hk * a.k_head;
     src.v = v + hk * a.v_head;
     src.table = table + b * a.table_row;
-    attend_row<E>(q + b * a.q_batch + h * a.q_head, a.D, a.Dv, lo, hi, mask, src,
-                  out + b * a.o_batch + h * a.o_head, nullptr, q_shared + warp * a.D);
+    attend_row<E>(q + b * a.q_batch + h * a.q_head, a.D, a.Dv, lo, hi, mask, src, out + b * a.o_batch + h * a.o_head,
+                  nullptr, q_shared + warp * a.D);
   }
 }
 
@@ -60,38 +59,34 @@ template <class E>
 struct GenericPagedAttention {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     using T = typename E::T;
-    const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE], *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
+    const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE],
+                   *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
     const DLTensor *out = c->tensors[XHAL_PAGED_ATTENTION_OUT], *table = c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE];
     const DLTensor* lens = c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS];
     if (table->strides[1] != 1 && table->shape[1] > 1) {
-      return kernels::kernel_error(msg, len, XHAL_ERR_UNSUPPORTED,
-                                   "block_table rows must be contiguous on the GPU");
+      return kernels::kernel_error(msg, len, XHAL_ERR_UNSUPPORTED, "block_table rows must be contiguous on the GPU");
     }
-    const PagedLayout a{q->strides[0],    q->strides[1],  out->strides[0], out->strides[1],
+    const PagedLayout a{q->strides[0],    q->strides[1],  out->strides[0],   out->strides[1],
                         kc->strides[2],   vc->strides[2], table->strides[0], table->strides[1],
-                        lens->strides[0], q->shape[0],    q->shape[1],     q->shape[1] / kc->shape[2],
+                        lens->strides[0], q->shape[0],    q->shape[1],       q->shape[1] / kc->shape[2],
                         q->shape[2],      vc->shape[3],   table->shape[1]};
     if (a.batch * a.Hq == 0) return XHAL_OK;
-    const PagedKeys<T> keys{nullptr,        nullptr,        nullptr,        kc->shape[1],
-                            kc->shape[0],   kc->strides[0], kc->strides[1], vc->strides[0],
-                            vc->strides[1]};
+    const PagedKeys<T> keys{nullptr,        nullptr,        nullptr,        kc->shape[1],  kc->shape[0],
+                            kc->strides[0], kc->strides[1], vc->strides[0], vc->strides[1]};
     const size_t shared = size_t(kGenericWarps) * a.D * sizeof(float);
-    if (shared > 48 * 1024) {
-      (void)gpuFuncSetAttribute(reinterpret_cast<const void*>(generic_paged_kernel<E>),
-                          gpuFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-    }
-    generic_paged_kernel<E><<<grid_for(a.batch * a.Hq, kGenericWarps, int64_t(1) << 20),
-                              kGenericWarps * kWarpSize, shared, static_cast<gpuStream_t>(c->stream)>>>(
-        static_cast<const T*>(q->data), static_cast<const T*>(kc->data),
-        static_cast<const T*>(vc->data), static_cast<const int32_t*>(table->data),
-        static_cast<const int32_t*>(lens->data), static_cast<T*>(out->data), keys, a,
-        Mask::from(c->params));
+    if (shared > 48 * 1024) allow_shared_bytes(generic_paged_kernel<E>, shared);
+    generic_paged_kernel<E><<<grid_for(a.batch * a.Hq, kGenericWarps, int64_t(1) << 20), kGenericWarps * kWarpSize,
+                              shared, static_cast<gpuStream_t>(c->stream)>>>(
+        static_cast<const T*>(q->data), static_cast<const T*>(kc->data), static_cast<const T*>(vc->data),
+        static_cast<const int32_t*>(table->data), static_cast<const int32_t*>(lens->data), static_cast<T*>(out->data),
+        keys, a, Mask::from(c->params));
     return launch_status(msg, len, "generic paged attention");
   }
 };
 
 const char* decode_supports(void*, const xhal_op_call* c) {
-  const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE], *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
+  const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE],
+                 *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
   const DLTensor* table = c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE];
   const int64_t D = q->shape[2], Dv = vc->shape[3], group = q->shape[1] / kc->shape[2];
   if (D % 8 != 0 || Dv % 8 != 0 || D > 256 || Dv > 256) return "head dims not multiples of 8 up to 256";
@@ -109,21 +104,15 @@ const char* decode_supports(void*, const xhal_op_call* c) {
   return nullptr;
 }
 
-// Decode kernels need more than the default 48 KiB of shared memory: allow what a block may have.
-inline void raise_shared_limit(const void* kernel) {
-  (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kMaxDynamicSharedBytes);
-}
-
 template <class E>
 struct PagedDecode {
 #if !defined(__HIPCC__)
   template <int D>
   static void launch_mma_dim(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
-    static const bool raised =
-        (raise_shared_limit(reinterpret_cast<const void*>(paged_decode_mma_kernel<E, D, D>)), true);
+    // Decode kernels need more than the default 48 KiB of shared memory: allow what a block may have.
+    static const bool raised = (allow_shared_bytes(paged_decode_mma_kernel<E, D, D>, kMaxDynamicSharedBytes), true);
     (void)raised;
-    paged_decode_mma_kernel<E, D, D>
-        <<<grid, kDecodeThreads, paged_decode_mma_shared_bytes(D, D), stream>>>(a);
+    paged_decode_mma_kernel<E, D, D><<<grid, kDecodeThreads, paged_decode_mma_shared_bytes(D, D), stream>>>(a);
   }
 #endif
   // The tensor-core kernel when it applies; false when the SIMT kernel must run.
@@ -145,7 +134,8 @@ struct PagedDecode {
   }
 
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE], *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
+    const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE],
+                   *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
     const DLTensor *out = c->tensors[XHAL_PAGED_ATTENTION_OUT], *table = c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE];
     const DLTensor* lens = c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS];
     const int64_t B = q->shape[0], Hq = q->shape[1], Hkv = kc->shape[2];
@@ -179,7 +169,8 @@ struct PagedDecode {
     void* scratch = nullptr;
     const size_t part_bytes = size_t(B * Hq * a.splits) * (size_t(a.Dv) + 1) * sizeof(float);
     if (a.splits > 1) {
-      if (const xhal_status s = c->host->scratch_alloc(c->host->ctx, c->device, part_bytes, c->stream, &scratch, msg, len);
+      if (const xhal_status s =
+              c->host->scratch_alloc(c->host->ctx, c->device, part_bytes, c->stream, &scratch, msg, len);
           s != XHAL_OK) {
         return s;  // the allocator's message names the request
       }
@@ -190,7 +181,7 @@ struct PagedDecode {
     const dim3 grid(unsigned(a.splits), unsigned(Hkv), unsigned(B));
     if (!launch_mma(a, grid, stream)) {
       const size_t shared = paged_decode_shared_bytes(a.group, a.D, a.Dv, sizeof(typename E::T));
-      raise_shared_limit(reinterpret_cast<const void*>(paged_decode_kernel<E>));
+      allow_shared_bytes(paged_decode_kernel<E>, kMaxDynamicSharedBytes);
       paged_decode_kernel<E><<<grid, kDecodeThreads, shared, stream>>>(a);
     }
     if (a.splits > 1) paged_decode_merge_kernel<E><<<unsigned(B * Hq), 128, 0, stream>>>(a);
@@ -205,8 +196,8 @@ struct PagedDecode {
 XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<GenericPagedAttention>(host, XHAL_GPU_BACKEND ".paged_attention_generic",
                                                 XHAL_OP_PAGED_ATTENTION, {0, true, generic_supports});
-  register_half_kernels<PagedDecode>(host, XHAL_GPU_BACKEND ".paged_decode_split_kv",
-                                     XHAL_OP_PAGED_ATTENTION, {10, false, decode_supports});
+  register_half_kernels<PagedDecode>(host, XHAL_GPU_BACKEND ".paged_decode_split_kv", XHAL_OP_PAGED_ATTENTION,
+                                     {10, false, decode_supports});
 }
 
 }  // namespace xhal::gpu

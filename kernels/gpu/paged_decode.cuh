@@ -47,8 +47,7 @@ inline size_t paged_decode_shared_bytes(int64_t group, int64_t D, int64_t Dv, si
 
 // Keys [begin, end) of sequence b that split `split` attends: the visible range of the decode
 // token (seq_lens clamped to what the block table can address), cut into keys_per_split pieces.
-__device__ inline void split_keys(const PagedDecodeArgs& a, int64_t b, int64_t split, int64_t* begin,
-                                  int64_t* end) {
+__device__ inline void split_keys(const PagedDecodeArgs& a, int64_t b, int64_t split, int64_t* begin, int64_t* end) {
   int64_t L = a.lens[b * a.lens_stride];
   L = L < 0 ? 0 : (L > a.max_blocks * a.block_size ? a.max_blocks * a.block_size : L);
   int64_t lo, hi;
@@ -66,11 +65,11 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
   const int64_t G = a.group, D = a.D, Dv = a.Dv;
   const int64_t k_stride = D + 8, v_stride = Dv + 8;
   extern __shared__ __align__(16) unsigned char shared_raw[];
-  T* sK = reinterpret_cast<T*>(shared_raw);            // [2][kTileKeys][D + 8]
-  T* sV = sK + 2 * kTileKeys * k_stride;               // [2][kTileKeys][Dv + 8]
+  T* sK = reinterpret_cast<T*>(shared_raw);  // [2][kTileKeys][D + 8]
+  T* sV = sK + 2 * kTileKeys * k_stride;  // [2][kTileKeys][Dv + 8]
   float* sQ = reinterpret_cast<float*>(sV + 2 * kTileKeys * v_stride);  // [G][D]
-  float* sS = sQ + G * D;                              // [G][kTileKeys]
-  float* sMax = sS + G * kTileKeys;                    // [G]
+  float* sS = sQ + G * D;  // [G][kTileKeys]
+  float* sMax = sS + G * kTileKeys;  // [G]
   float* sSum = sMax + G;
   float* sCorr = sSum + G;
 
@@ -100,11 +99,11 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
       if (!valid) block = 0;
       const int64_t slot = j % a.block_size;
       if (is_k) {
-        copy16<E>(sK + (s * kTileKeys + r) * k_stride + ch * 8,
-                  kh + block * a.k_block + slot * a.k_slot + ch * 8, valid);
+        copy16<E>(sK + (s * kTileKeys + r) * k_stride + ch * 8, kh + block * a.k_block + slot * a.k_slot + ch * 8,
+                  valid);
       } else {
-        copy16<E>(sV + (s * kTileKeys + r) * v_stride + ch * 8,
-                  vh + block * a.v_block + slot * a.v_slot + ch * 8, valid);
+        copy16<E>(sV + (s * kTileKeys + r) * v_stride + ch * 8, vh + block * a.v_block + slot * a.v_slot + ch * 8,
+                  valid);
       }
     }
     copy_commit();
@@ -200,8 +199,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
       float* prow = a.part_out + ((b * a.Hq + h) * a.splits + split) * Dv + c * 8;
       for (int e = 0; e < 8; ++e) prow[e] = acc[p][e] * inv;
       if (c == 0) {
-        a.part_lse[(b * a.Hq + h) * a.splits + split] =
-            sum == 0.0f ? -INFINITY : sMax[g] * kLn2 + logf(sum);
+        a.part_lse[(b * a.Hq + h) * a.splits + split] = sum == 0.0f ? -INFINITY : sMax[g] * kLn2 + logf(sum);
       }
     }
   }

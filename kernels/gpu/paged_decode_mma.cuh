@@ -28,8 +28,8 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
   const int64_t split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, G = a.group;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   T* sQ = reinterpret_cast<T*>(shared_raw);  // [16][D + 8]
-  T* sK = sQ + 16 * kKStride;                 // [2][kTileKeys][D + 8]
-  T* sV = sK + 2 * kTileKeys * kKStride;      // [2][kTileKeys][Dv + 8]
+  T* sK = sQ + 16 * kKStride;  // [2][kTileKeys][D + 8]
+  T* sV = sK + 2 * kTileKeys * kKStride;  // [2][kTileKeys][Dv + 8]
 
   int64_t begin, end;
   split_keys(a, b, split, &begin, &end);
@@ -66,8 +66,10 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
   };
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, tig = lane % 4;
-  if (begin < end) load_tile(begin, 0);
-  else sm80::cp_async_commit();
+  if (begin < end)
+    load_tile(begin, 0);
+  else
+    sm80::cp_async_commit();
   sm80::cp_async_wait<0>();
   __syncthreads();
   uint32_t qf[kKSteps][4];
@@ -92,8 +94,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
     }
     __syncthreads();
     // This warp's 16 keys of the tile.
-    const T* k_row = sK + (stage * kTileKeys + warp * 16 + lane % 8 + (lane / 16) * 8) * kKStride +
-                     (lane / 8 % 2) * 8;
+    const T* k_row = sK + (stage * kTileKeys + warp * 16 + lane % 8 + (lane / 16) * 8) * kKStride + (lane / 8 % 2) * 8;
     float s[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
@@ -135,8 +136,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
     }
     const uint32_t pa[4] = {sm80::pack2<E>(s[0][0], s[0][1]), sm80::pack2<E>(s[0][2], s[0][3]),
                             sm80::pack2<E>(s[1][0], s[1][1]), sm80::pack2<E>(s[1][2], s[1][3])};
-    const T* v_row = sV + (stage * kTileKeys + warp * 16 + lane % 8 + (lane / 8 % 2) * 8) * kVStride +
-                     (lane / 16) * 8;
+    const T* v_row = sV + (stage * kTileKeys + warp * 16 + lane % 8 + (lane / 8 % 2) * 8) * kVStride + (lane / 16) * 8;
 #pragma unroll
     for (int p = 0; p < kOTiles / 2; ++p) {
       uint32_t bf[4];
@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
   sm80::cp_async_wait<0>();
   __syncthreads();
   float* sO = reinterpret_cast<float*>(shared_raw);  // [4][16][Dv]
-  float* sM = sO + 4 * 16 * Dv;                      // [4][16]
+  float* sM = sO + 4 * 16 * Dv;  // [4][16]
   float* sL = sM + 4 * 16;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {

@@ -16,12 +16,16 @@ template <class E, int VEC>
 struct Chunk {
   Vec<E> v;  // VEC == 1 uses v.v[0] only
   __device__ void load(const typename E::T* p) {
-    if constexpr (VEC > 1) v = Vec<E>::load_from(p);
-    else v.v[0] = *p;
+    if constexpr (VEC > 1)
+      v = Vec<E>::load_from(p);
+    else
+      v.v[0] = *p;
   }
   __device__ void store(typename E::T* p) const {
-    if constexpr (VEC > 1) v.store_to(p);
-    else *p = v.v[0];
+    if constexpr (VEC > 1)
+      v.store_to(p);
+    else
+      *p = v.v[0];
   }
   __device__ float get(int k) const { return E::load(v.v[k]); }
 };
@@ -30,9 +34,9 @@ struct Chunk {
 // 16-bit form (half the registers of f32) and converted where used, so that 64 registers suffice
 // and 1024-thread blocks or several smaller ones fit on a multiprocessor.
 template <class E, int VEC, int VPT>
-__global__ void __launch_bounds__(1024) rms_norm_kernel(const typename E::T* __restrict__ x, RowLayout xl,
-                                const typename E::T* __restrict__ weight, typename E::T* out,
-                                RowLayout ol, typename E::T* residual, RowLayout rl, float eps) {
+__global__ void __launch_bounds__(1024)
+    rms_norm_kernel(const typename E::T* __restrict__ x, RowLayout xl, const typename E::T* __restrict__ weight,
+                    typename E::T* out, RowLayout ol, typename E::T* residual, RowLayout rl, float eps) {
   using T = typename E::T;
   __shared__ float scratch[1024 / kWarpSize];
   const int64_t cols = xl.cols, vecs = cols / VEC;
@@ -100,9 +104,8 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(const typename E::T* __r
 // rows ahead in flight (short rows without a residual).
 template <class E, int kStagedThreads, int kStages>
 __global__ void __launch_bounds__(kStagedThreads)
-    rms_norm_staged_kernel(const typename E::T* __restrict__ x, RowLayout xl,
-                           const typename E::T* __restrict__ weight, typename E::T* out, RowLayout ol,
-                           typename E::T* residual, RowLayout rl, float eps) {
+    rms_norm_staged_kernel(const typename E::T* __restrict__ x, RowLayout xl, const typename E::T* __restrict__ weight,
+                           typename E::T* out, RowLayout ol, typename E::T* residual, RowLayout rl, float eps) {
   using T = typename E::T;
   constexpr int kVec = Vec<E>::kVec;
   __shared__ float scratch[kStagedThreads / kWarpSize];
@@ -166,9 +169,8 @@ constexpr int kRowThreads = 256;
 
 template <class E, int kWarps, int kVpl, bool kResidual>
 __global__ void __launch_bounds__(kRowThreads)
-    rms_norm_rows_kernel(const typename E::T* __restrict__ x, RowLayout xl,
-                         const typename E::T* __restrict__ weight, typename E::T* out, RowLayout ol,
-                         typename E::T* residual, RowLayout rl, float eps) {
+    rms_norm_rows_kernel(const typename E::T* __restrict__ x, RowLayout xl, const typename E::T* __restrict__ weight,
+                         typename E::T* out, RowLayout ol, typename E::T* residual, RowLayout rl, float eps) {
   using T = typename E::T;
   constexpr int kVec = Vec<E>::kVec;
   constexpr int kGroupThreads = kWarps * kWarpSize;
@@ -179,8 +181,7 @@ __global__ void __launch_bounds__(kRowThreads)
   const int vecs = int(xl.cols / kVec);
   int parity = 0;
   // The trip count is the same for every thread of the block (the group barrier needs it).
-  for (int64_t first = int64_t(blockIdx.x) * kGroups; first < xl.rows;
-       first += int64_t(gridDim.x) * kGroups) {
+  for (int64_t first = int64_t(blockIdx.x) * kGroups; first < xl.rows; first += int64_t(gridDim.x) * kGroups) {
     const int64_t row = first + group;
     const bool active = row < xl.rows;
     Vec<E> held[kVpl];
@@ -249,7 +250,8 @@ bool launch_rows(const xhal_op_call* c, gpuStream_t stream) {
   rms_norm_rows_kernel<E, kWarps, kVpl, kResidual><<<grid_for(xl.rows, kGroups), kRowThreads, 0, stream>>>(
       static_cast<const T*>(x->data), xl, static_cast<const T*>(c->tensors[XHAL_RMS_NORM_WEIGHT]->data),
       static_cast<T*>(c->tensors[XHAL_RMS_NORM_OUT]->data), row_layout(c->tensors[XHAL_RMS_NORM_OUT]),
-      res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, kernels::op_params<xhal_norm_op_params>(c).eps);
+      res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{},
+      kernels::op_params<xhal_norm_op_params>(c).eps);
   return true;
 }
 
@@ -294,19 +296,23 @@ void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
   const int threads = block_threads((vecs + 3) / 4, 1024);
   const int64_t per_thread = (vecs + threads - 1) / threads;
   // One wave of blocks, each looping over rows (measured faster than a block per row at 65536 rows).
-  const unsigned grid =
-      grid_for(xl.rows, 1, int64_t(multiprocessor_count(c->device)) * (2048 / threads));
+  const unsigned grid = grid_for(xl.rows, 1, int64_t(multiprocessor_count(c->device)) * (2048 / threads));
   auto go = [&](auto kernel) {
     kernel<<<grid, threads, 0, stream>>>(
         static_cast<const T*>(x->data), xl, static_cast<const T*>(c->tensors[XHAL_RMS_NORM_WEIGHT]->data),
-        static_cast<T*>(c->tensors[XHAL_RMS_NORM_OUT]->data), ol,
-        res ? static_cast<T*>(res->data) : nullptr, rl, kernels::op_params<xhal_norm_op_params>(c).eps);
+        static_cast<T*>(c->tensors[XHAL_RMS_NORM_OUT]->data), ol, res ? static_cast<T*>(res->data) : nullptr, rl,
+        kernels::op_params<xhal_norm_op_params>(c).eps);
   };
-  if (per_thread <= 1) go(rms_norm_kernel<E, VEC, 1>);
-  else if (per_thread <= 2) go(rms_norm_kernel<E, VEC, 2>);
-  else if (per_thread <= 4) go(rms_norm_kernel<E, VEC, 4>);
-  else if (per_thread <= 8) go(rms_norm_kernel<E, VEC, 8>);
-  else go(rms_norm_kernel<E, VEC, 0>);
+  if (per_thread <= 1)
+    go(rms_norm_kernel<E, VEC, 1>);
+  else if (per_thread <= 2)
+    go(rms_norm_kernel<E, VEC, 2>);
+  else if (per_thread <= 4)
+    go(rms_norm_kernel<E, VEC, 4>);
+  else if (per_thread <= 8)
+    go(rms_norm_kernel<E, VEC, 8>);
+  else
+    go(rms_norm_kernel<E, VEC, 0>);
 }
 
 template <class E>
@@ -315,10 +321,10 @@ struct RmsNormKernel {
     const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
     const int64_t cols = x->shape[x->ndim - 1];
     if (cols == 0 || row_layout(x).rows == 0) return XHAL_OK;
-    bool vectorizable = rows_vectorizable(x, cols) &&
-                        rows_vectorizable(c->tensors[XHAL_RMS_NORM_OUT], cols) &&
+    bool vectorizable = rows_vectorizable(x, cols) && rows_vectorizable(c->tensors[XHAL_RMS_NORM_OUT], cols) &&
                         rows_vectorizable(c->tensors[XHAL_RMS_NORM_WEIGHT], cols);
-    if (const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL]) vectorizable &= rows_vectorizable(res, cols);
+    if (const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL])
+      vectorizable &= rows_vectorizable(res, cols);
     auto stream = static_cast<gpuStream_t>(c->stream);
     const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL];
     const bool short_rows = cols / Vec<E>::kVec <= 512;
@@ -331,27 +337,29 @@ struct RmsNormKernel {
     } else if (vectorizable && staged <= kMaxStagedBytes) {
       using T = typename E::T;
       static const bool raised = [] {
-        for (const void* k : {reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 128, 3>),
-                              reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 128, 2>),
-                              reinterpret_cast<const void*>(rms_norm_staged_kernel<E, 256, 2>)}) {
-          (void)gpuFuncSetAttribute(k, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kMaxStagedBytes));
-        }
+        allow_shared_bytes(rms_norm_staged_kernel<E, 128, 3>, kMaxStagedBytes);
+        allow_shared_bytes(rms_norm_staged_kernel<E, 128, 2>, kMaxStagedBytes);
+        allow_shared_bytes(rms_norm_staged_kernel<E, 256, 2>, kMaxStagedBytes);
         return true;
       }();
       (void)raised;
       const RowLayout xl = row_layout(x);
-      const int64_t per_sm =
-          std::max<int64_t>(1, std::min<int64_t>(short_rows ? 16 : 8, int64_t(kMaxDynamicSharedBytes) / int64_t(staged)));
+      const int64_t per_sm = std::max<int64_t>(
+          1, std::min<int64_t>(short_rows ? 16 : 8, int64_t(kMaxDynamicSharedBytes) / int64_t(staged)));
       const unsigned grid = grid_for(xl.rows, 1, multiprocessor_count(c->device) * per_sm);
       auto go = [&](auto kernel, int threads) {
         kernel<<<grid, threads, staged, stream>>>(
             static_cast<const T*>(x->data), xl, static_cast<const T*>(c->tensors[XHAL_RMS_NORM_WEIGHT]->data),
             static_cast<T*>(c->tensors[XHAL_RMS_NORM_OUT]->data), row_layout(c->tensors[XHAL_RMS_NORM_OUT]),
-            res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{}, kernels::op_params<xhal_norm_op_params>(c).eps);
+            res ? static_cast<T*>(res->data) : nullptr, res ? row_layout(res) : RowLayout{},
+            kernels::op_params<xhal_norm_op_params>(c).eps);
       };
-      if (short_rows && stages == 3) go(rms_norm_staged_kernel<E, 128, 3>, 128);
-      else if (short_rows) go(rms_norm_staged_kernel<E, 128, 2>, 128);
-      else go(rms_norm_staged_kernel<E, 256, 2>, 256);
+      if (short_rows && stages == 3)
+        go(rms_norm_staged_kernel<E, 128, 3>, 128);
+      else if (short_rows)
+        go(rms_norm_staged_kernel<E, 128, 2>, 128);
+      else
+        go(rms_norm_staged_kernel<E, 256, 2>, 256);
     } else if (vectorizable) {
       launch_with_vec<E, Vec<E>::kVec>(c, stream);
     } else {
@@ -365,8 +373,7 @@ struct RmsNormKernel {
 
 XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<RmsNormKernel>(host, XHAL_GPU_BACKEND ".rms_norm", XHAL_OP_RMS_NORM);
-  register_float_kernels<RmsNormKernel>(host, XHAL_GPU_BACKEND ".fused_add_rms_norm",
-                                        XHAL_OP_FUSED_ADD_RMS_NORM);
+  register_float_kernels<RmsNormKernel>(host, XHAL_GPU_BACKEND ".fused_add_rms_norm", XHAL_OP_FUSED_ADD_RMS_NORM);
 }
 
 }  // namespace xhal::gpu

@@ -8,8 +8,8 @@ namespace xhal::gpu {
 namespace {
 
 template <class E>
-__device__ void rotate_heads(typename E::T* x, int64_t heads, int64_t head_stride, int64_t half,
-                             bool neox, const float* cs) {
+__device__ void rotate_heads(typename E::T* x, int64_t heads, int64_t head_stride, int64_t half, bool neox,
+                             const float* cs) {
   for (int64_t w = threadIdx.x; w < heads * half; w += blockDim.x) {
     const int64_t h = w / half, i = w % half;
     typename E::T* p = x + h * head_stride;
@@ -34,8 +34,8 @@ struct RopeArgs {
 // loads, so the compiler would not overlap them by itself). Index is uint32_t when the item count
 // fits: 32-bit divisions cost a fraction of 64-bit ones.
 template <class E, class Index>
-__global__ void rope_vec_kernel(typename E::T* q, typename E::T* k, const void* positions,
-                                const float* cache, RopeArgs a) {
+__global__ void rope_vec_kernel(typename E::T* q, typename E::T* k, const void* positions, const float* cache,
+                                RopeArgs a) {
   using T = typename E::T;
   const Index chunks = Index(a.neox ? a.half / 8 : 2 * a.half / 8);
   const Index per_token = Index(a.q_heads + a.k_heads) * chunks;
@@ -52,9 +52,9 @@ __global__ void rope_vec_kernel(typename E::T* q, typename E::T* k, const void* 
     const int64_t pos = a.pos64 ? static_cast<const int64_t*>(positions)[int64_t(t) * a.pos_stride]
                                 : static_cast<const int32_t*>(positions)[int64_t(t) * a.pos_stride];
     if (pos < 0 || pos >= a.max_pos) return;
-    T* head = h < Index(a.q_heads) ? q + int64_t(t) * a.q_token_stride + int64_t(h) * a.q_head_stride
-                                   : k + int64_t(t) * a.k_token_stride +
-                                         int64_t(h - Index(a.q_heads)) * a.k_head_stride;
+    T* head = h < Index(a.q_heads)
+                  ? q + int64_t(t) * a.q_token_stride + int64_t(h) * a.q_head_stride
+                  : k + int64_t(t) * a.k_token_stride + int64_t(h - Index(a.q_heads)) * a.k_head_stride;
     it.p = head + int64_t(ch) * 8;
     it.cs = cache + pos * a.cache_stride;
     it.i0 = int(a.neox ? ch * 8 : ch * 4);
@@ -97,8 +97,7 @@ __global__ void rope_vec_kernel(typename E::T* q, typename E::T* k, const void* 
 
 // Scalar path: blocks loop over tokens, threads over the (head, pair) of q and then of k.
 template <class E>
-__global__ void rope_kernel(typename E::T* q, typename E::T* k, const void* positions,
-                            const float* cache, RopeArgs a) {
+__global__ void rope_kernel(typename E::T* q, typename E::T* k, const void* positions, const float* cache, RopeArgs a) {
   for (int64_t t = blockIdx.x; t < a.tokens; t += gridDim.x) {
     const int64_t p = a.pos64 ? static_cast<const int64_t*>(positions)[t * a.pos_stride]
                               : static_cast<const int32_t*>(positions)[t * a.pos_stride];
@@ -117,18 +116,19 @@ struct RopeKernel {
     const DLTensor* k = c->tensors[XHAL_ROPE_K];
     const DLTensor* pos = c->tensors[XHAL_ROPE_POSITIONS];
     const DLTensor* cache = c->tensors[XHAL_ROPE_COS_SIN_CACHE];
-    const RopeArgs a{q->shape[0],      q->shape[1],      k->shape[1],      q->strides[0],
-                     q->strides[1],    k->strides[0],    k->strides[1],    pos->strides[0],
-                     cache->shape[0],  cache->strides[0], cache->shape[1] / 2,
-                     kernels::op_params<xhal_rope_op_params>(c).style == XHAL_ROPE_NEOX, pos->dtype.bits == 64};
+    const RopeArgs a{
+        q->shape[0],          q->shape[1],         k->shape[1],
+        q->strides[0],        q->strides[1],       k->strides[0],
+        k->strides[1],        pos->strides[0],     cache->shape[0],
+        cache->strides[0],    cache->shape[1] / 2, kernels::op_params<xhal_rope_op_params>(c).style == XHAL_ROPE_NEOX,
+        pos->dtype.bits == 64};
     if (a.tokens == 0) return XHAL_OK;
     const int64_t pairs = (a.q_heads + a.k_heads) * a.half;
     const int threads = block_threads(pairs / 2, 512);
     // 16-byte accesses need 8-element chunks of the rotary half and aligned heads.
     bool vec = Vec<E>::kVec == 8 && a.half % 8 == 0;
     for (const DLTensor* t : {q, k}) {
-      vec = vec && reinterpret_cast<uintptr_t>(t->data) % 16 == 0 && t->strides[0] % 8 == 0 &&
-            t->strides[1] % 8 == 0;
+      vec = vec && reinterpret_cast<uintptr_t>(t->data) % 16 == 0 && t->strides[0] % 8 == 0 && t->strides[1] % 8 == 0;
     }
     auto stream = static_cast<gpuStream_t>(c->stream);
     auto* qd = static_cast<T*>(q->data);
@@ -152,8 +152,6 @@ struct RopeKernel {
 
 }  // namespace
 
-XHAL_REGISTER_KERNELS(host) {
-  register_float_kernels<RopeKernel>(host, XHAL_GPU_BACKEND ".rope", XHAL_OP_ROPE);
-}
+XHAL_REGISTER_KERNELS(host) { register_float_kernels<RopeKernel>(host, XHAL_GPU_BACKEND ".rope", XHAL_OP_ROPE); }
 
 }  // namespace xhal::gpu

@@ -6,8 +6,8 @@ namespace xhal::gpu {
 namespace {
 
 template <class E, int VEC>
-__global__ void swiglu_kernel(const typename E::T* gate, RowLayout gl, const typename E::T* up,
-                              RowLayout ul, int64_t up_offset, typename E::T* out, RowLayout ol) {
+__global__ void swiglu_kernel(const typename E::T* gate, RowLayout gl, const typename E::T* up, RowLayout ul,
+                              int64_t up_offset, typename E::T* out, RowLayout ol) {
   using T = typename E::T;
   const int64_t vecs = ol.cols / VEC;
   for (int64_t row = blockIdx.x; row < ol.rows; row += gridDim.x) {
@@ -49,17 +49,19 @@ struct SwigluKernel {
     const RowLayout ol = row_layout(out);
     if (ol.rows == 0 || ol.cols == 0) return XHAL_OK;
     const int64_t up_offset = kPacked ? ol.cols : 0;
-    const bool vectorizable = rows_vectorizable(gate, ol.cols) && rows_vectorizable(out, ol.cols) &&
-                              rows_vectorizable(up, ol.cols);
+    const bool vectorizable =
+        rows_vectorizable(gate, ol.cols) && rows_vectorizable(out, ol.cols) && rows_vectorizable(up, ol.cols);
     const int threads = block_threads(ol.cols / 8, 256);
     const unsigned grid = grid_for(ol.rows, 1, int64_t(1) << 20);
     auto go = [&](auto kernel) {
       kernel<<<grid, threads, 0, static_cast<gpuStream_t>(c->stream)>>>(
-          static_cast<const T*>(gate->data), row_layout(gate), static_cast<const T*>(up->data),
-          row_layout(up), up_offset, static_cast<T*>(out->data), ol);
+          static_cast<const T*>(gate->data), row_layout(gate), static_cast<const T*>(up->data), row_layout(up),
+          up_offset, static_cast<T*>(out->data), ol);
     };
-    if (vectorizable) go(swiglu_kernel<E, Vec<E>::kVec>);
-    else go(swiglu_kernel<E, 1>);
+    if (vectorizable)
+      go(swiglu_kernel<E, Vec<E>::kVec>);
+    else
+      go(swiglu_kernel<E, 1>);
     return launch_status(msg, len, kPacked ? "swiglu_packed" : "swiglu");
   }
 };

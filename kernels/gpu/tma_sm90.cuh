@@ -30,8 +30,7 @@ __device__ inline void mbarrier_init_fence() {
 // One arrival that also announces `bytes` more transaction bytes for the current phase.
 __device__ inline void mbarrier_arrive_expect(uint64_t* bar, unsigned bytes) {
 #if XHAL_WGMMA_DEVICE
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(sm80::smem_address(bar)),
-               "r"(bytes)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(sm80::smem_address(bar)), "r"(bytes)
                : "memory");
 #endif
 }
@@ -44,19 +43,17 @@ __device__ inline void mbarrier_wait(uint64_t* bar, unsigned parity) {
 #if XHAL_WGMMA_DEVICE
   unsigned done = 0;
   do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(sm80::smem_address(bar)), "r"(parity)
-        : "memory");
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(sm80::smem_address(bar)), "r"(parity)
+                 : "memory");
   } while (!done);
 #endif
 }
 
 // The box of `map` at coordinates (c0..c3) into shared memory at dst; its bytes count as
 // transactions on `bar`.
-__device__ inline void tma_load_4d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
-                                   uint64_t* bar) {
+__device__ inline void tma_load_4d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3, uint64_t* bar) {
 #if XHAL_WGMMA_DEVICE
   asm volatile(
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "

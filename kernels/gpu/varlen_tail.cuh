@@ -31,7 +31,8 @@ void launch_uncovered_rows(const xhal_op_call* c) {
   const AttnLayout a = layout_of(c, false);
   uncovered_rows_kernel<E><<<grid_for(Tq * a.Hq * a.Dv, 256, 64), 256, 0, static_cast<gpuStream_t>(c->stream)>>>(
       static_cast<const int32_t*>(cu_q->data) + (cu_q->shape[0] - 1) * cu_q->strides[0], Tq, a,
-      static_cast<typename E::T*>(c->tensors[XHAL_ATTENTION_OUT]->data), lse ? static_cast<float*>(lse->data) : nullptr);
+      static_cast<typename E::T*>(c->tensors[XHAL_ATTENTION_OUT]->data),
+      lse ? static_cast<float*>(lse->data) : nullptr);
 }
 
 }  // namespace xhal::gpu

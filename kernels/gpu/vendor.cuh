@@ -53,9 +53,7 @@ inline constexpr int kWarpSize = 32;
 // Dynamic shared memory one block may use once opted in (sm_80 and later allow more).
 inline constexpr int kMaxDynamicSharedBytes = 200 * 1024;
 
-__device__ inline float warp_shfl_xor(float v, int mask) {
-  return __shfl_xor_sync(0xffffffffu, v, mask);
-}
+__device__ inline float warp_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 __device__ inline float warp_shfl(float v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
 __device__ inline void warp_sync() { __syncwarp(); }
 #endif

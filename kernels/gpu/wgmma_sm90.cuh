@@ -64,9 +64,9 @@ __device__ inline void pin(float (&d)[kTiles][4]) {
 }
 
 #define XHAL_WG_TILE(d, t) "+f"(d[t][0]), "+f"(d[t][1]), "+f"(d[t][2]), "+f"(d[t][3])
-#define XHAL_WG_TILES8(d, t)                                                                    \
-  XHAL_WG_TILE(d, t), XHAL_WG_TILE(d, t + 1), XHAL_WG_TILE(d, t + 2), XHAL_WG_TILE(d, t + 3), \
-      XHAL_WG_TILE(d, t + 4), XHAL_WG_TILE(d, t + 5), XHAL_WG_TILE(d, t + 6), XHAL_WG_TILE(d, t + 7)
+#define XHAL_WG_TILES8(d, t)                                                                                          \
+  XHAL_WG_TILE(d, t), XHAL_WG_TILE(d, t + 1), XHAL_WG_TILE(d, t + 2), XHAL_WG_TILE(d, t + 3), XHAL_WG_TILE(d, t + 4), \
+      XHAL_WG_TILE(d, t + 5), XHAL_WG_TILE(d, t + 6), XHAL_WG_TILE(d, t + 7)
 #define XHAL_WG_REGS32                                                                          \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
   "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -84,29 +84,29 @@ __device__ inline void mma_ss(float (&d)[kTiles][4], uint64_t a, uint64_t b, boo
   static_assert(kFirst + N / 8 <= kTiles, "accumulator tiles");
 #if XHAL_WGMMA_DEVICE
   if constexpr (N == 64 && E::kDType == XHAL_DTYPE_BF16) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32
-                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : XHAL_WG_TILES8(d, kFirst)
-                 : "l"(a), "l"(b), "r"(int(accumulate)));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : XHAL_WG_TILES8(d, kFirst)
+        : "l"(a), "l"(b), "r"(int(accumulate)));
   } else if constexpr (N == 64) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32
-                 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : XHAL_WG_TILES8(d, kFirst)
-                 : "l"(a), "l"(b), "r"(int(accumulate)));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : XHAL_WG_TILES8(d, kFirst)
+        : "l"(a), "l"(b), "r"(int(accumulate)));
   } else if constexpr (E::kDType == XHAL_DTYPE_BF16) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " XHAL_WG_REGS64
-                 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
-                 : "l"(a), "l"(b), "r"(int(accumulate)));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " XHAL_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
+        : "l"(a), "l"(b), "r"(int(accumulate)));
   } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " XHAL_WG_REGS64
-                 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
-                 : "l"(a), "l"(b), "r"(int(accumulate)));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " XHAL_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
+        : "l"(a), "l"(b), "r"(int(accumulate)));
   }
 #endif
 }
@@ -117,17 +117,19 @@ __device__ inline void mma_rs_n64(float (&d)[kTiles][4], const uint32_t (&a)[4],
   static_assert(kFirst + 8 <= kTiles, "accumulator tiles");
 #if XHAL_WGMMA_DEVICE
   if constexpr (E::kDType == XHAL_DTYPE_BF16) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32
-                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : XHAL_WG_TILES8(d, kFirst)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32
+        ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+        : XHAL_WG_TILES8(d, kFirst)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
   } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32
-                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : XHAL_WG_TILES8(d, kFirst)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32
+        ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+        : XHAL_WG_TILES8(d, kFirst)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
   }
 #endif
 }

@@ -97,17 +97,17 @@ xhal_status xhal_device_name(int32_t index, char* name, size_t len) {
   return guarded([&] {
     auto devices = xhal::DeviceManager::instance().devices();
     if (index < 0 || index >= int32_t(devices.size())) {
-      throw xhal::Error(xhal::Errc::invalid_argument,
-                        "xhal_device_name: argument 'index': expected 0.." +
-                            std::to_string(devices.size()) + " (exclusive), got " + std::to_string(index));
+      throw xhal::Error(xhal::Errc::invalid_argument, "xhal_device_name: argument 'index': expected 0.." +
+                                                          std::to_string(devices.size()) + " (exclusive), got " +
+                                                          std::to_string(index));
     }
     copy_name(devices[size_t(index)].str(), name, len, "xhal_device_name");
   });
 }
 
 xhal_status xhal_default_device(char* name, size_t len) {
-  return guarded([&] { copy_name(xhal::DeviceManager::instance().default_device().str(), name, len, "xhal_default_device");
-  });
+  return guarded(
+      [&] { copy_name(xhal::DeviceManager::instance().default_device().str(), name, len, "xhal_default_device"); });
 }
 
 xhal_status xhal_memory_status_get(const char* device, xhal_memory_status* out) {
@@ -134,43 +134,39 @@ xhal_status xhal_attention(const DLTensor* q, const DLTensor* k, const DLTensor*
     auto o = view(out, "attention", "out");
     auto l = optional_view(lse, "attention", "lse");
     auto s = stream_for(o, stream);
-    xhal::ops::attention(view(q, "attention", "q"), view(k, "attention", "k"),
-                         view(v, "attention", "v"), o, attention_params(params), ptr(l), ptr(s));
+    xhal::ops::attention(view(q, "attention", "q"), view(k, "attention", "k"), view(v, "attention", "v"), o,
+                         attention_params(params), ptr(l), ptr(s));
   });
 }
 
-xhal_status xhal_attention_varlen(const DLTensor* q, const DLTensor* k, const DLTensor* v,
-                                  const DLTensor* cu_q, const DLTensor* cu_k, int64_t max_q,
-                                  int64_t max_k, const DLTensor* out,
-                                  const xhal_attention_params* params, const DLTensor* lse,
-                                  void* stream) {
+xhal_status xhal_attention_varlen(const DLTensor* q, const DLTensor* k, const DLTensor* v, const DLTensor* cu_q,
+                                  const DLTensor* cu_k, int64_t max_q, int64_t max_k, const DLTensor* out,
+                                  const xhal_attention_params* params, const DLTensor* lse, void* stream) {
   return guarded([&] {
     const char* op = "attention_varlen";
     auto o = view(out, op, "out");
     auto l = optional_view(lse, op, "lse");
     auto s = stream_for(o, stream);
-    xhal::ops::attention_varlen(view(q, op, "q"), view(k, op, "k"), view(v, op, "v"),
-                                view(cu_q, op, "cu_seqlens_q"), view(cu_k, op, "cu_seqlens_k"), max_q,
-                                max_k, o, attention_params(params), ptr(l), ptr(s));
+    xhal::ops::attention_varlen(view(q, op, "q"), view(k, op, "k"), view(v, op, "v"), view(cu_q, op, "cu_seqlens_q"),
+                                view(cu_k, op, "cu_seqlens_k"), max_q, max_k, o, attention_params(params), ptr(l),
+                                ptr(s));
   });
 }
 
 xhal_status xhal_paged_attention(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
-                                 const DLTensor* block_table, const DLTensor* seq_lens,
-                                 const DLTensor* out, const xhal_attention_params* params,
-                                 void* stream) {
+                                 const DLTensor* block_table, const DLTensor* seq_lens, const DLTensor* out,
+                                 const xhal_attention_params* params, void* stream) {
   return guarded([&] {
     const char* op = "paged_attention";
     auto o = view(out, op, "out");
     auto s = stream_for(o, stream);
-    xhal::ops::paged_attention(view(q, op, "q"), view(k_cache, op, "k_cache"),
-                               view(v_cache, op, "v_cache"), view(block_table, op, "block_table"),
-                               view(seq_lens, op, "seq_lens"), o, attention_params(params), ptr(s));
+    xhal::ops::paged_attention(view(q, op, "q"), view(k_cache, op, "k_cache"), view(v_cache, op, "v_cache"),
+                               view(block_table, op, "block_table"), view(seq_lens, op, "seq_lens"), o,
+                               attention_params(params), ptr(s));
   });
 }
 
-xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out,
-                          void* stream) {
+xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream) {
   return guarded([&] {
     auto o = view(out, "rms_norm", "out");
     auto s = stream_for(o, stream);
@@ -178,15 +174,14 @@ xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, 
   });
 }
 
-xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual,
-                                    const DLTensor* weight, float eps, const DLTensor* out,
-                                    void* stream) {
+xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual, const DLTensor* weight, float eps,
+                                    const DLTensor* out, void* stream) {
   return guarded([&] {
     const char* op = "fused_add_rms_norm";
     auto o = view(out, op, "out");
     auto s = stream_for(o, stream);
-    xhal::ops::fused_add_rms_norm(view(x, op, "x"), view(residual, op, "residual"),
-                                  view(weight, op, "weight"), eps, o, ptr(s));
+    xhal::ops::fused_add_rms_norm(view(x, op, "x"), view(residual, op, "residual"), view(weight, op, "weight"), eps, o,
+                                  ptr(s));
   });
 }
 
@@ -206,22 +201,22 @@ xhal_status xhal_swiglu_packed(const DLTensor* x, const DLTensor* out, void* str
   });
 }
 
-xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* positions,
-                      const DLTensor* cos_sin_cache, int32_t neox, void* stream) {
+xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* positions, const DLTensor* cos_sin_cache,
+                      int32_t neox, void* stream) {
   return guarded([&] {
     auto qv = view(q, "rope", "q");
     auto s = stream_for(qv, stream);
     xhal::ops::rope(qv, view(k, "rope", "k"), view(positions, "rope", "positions"),
-                    view(cos_sin_cache, "rope", "cos_sin_cache"),
-                    neox ? xhal::RopeStyle::neox : xhal::RopeStyle::gptj, ptr(s));
+                    view(cos_sin_cache, "rope", "cos_sin_cache"), neox ? xhal::RopeStyle::neox : xhal::RopeStyle::gptj,
+                    ptr(s));
   });
 }
 
 xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out) {
   return guarded([&] {
     auto o = view(out, "rope_cache", "out");
-    if (o.dtype() != xhal::DType::f32 || o.ndim() != 2 || o.size(0) != max_pos ||
-        o.size(1) != rotary_dim || !o.is_contiguous()) {
+    if (o.dtype() != xhal::DType::f32 || o.ndim() != 2 || o.size(0) != max_pos || o.size(1) != rotary_dim ||
+        !o.is_contiguous()) {
       throw xhal::Error(xhal::Errc::invalid_argument,
                         "xhal_rope_cache: argument 'out': expected a contiguous f32 tensor of shape "
                         "[max_pos, rotary_dim]");
@@ -234,8 +229,7 @@ xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, c
   });
 }
 
-xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bias,
-                        const DLTensor* out, void* stream) {
+xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bias, const DLTensor* out, void* stream) {
   return guarded([&] {
     auto o = view(out, "linear", "out");
     auto b = optional_view(bias, "linear", "bias");

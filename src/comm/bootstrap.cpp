@@ -76,8 +76,10 @@ void share_by_file(std::vector<unsigned char>& bytes, const std::string& path, c
       if (in) return;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw Error(Errc::timeout, fmt::format("{}: rank {} waited {} ms for rank 0's id in XHAL_STORE file {} (is rank 0 "
-                                             "running, with the same XHAL_STORE?)", kWho, who.rank, timeout.count(), path));
+      throw Error(Errc::timeout,
+                  fmt::format("{}: rank {} waited {} ms for rank 0's id in XHAL_STORE file {} (is rank 0 "
+                              "running, with the same XHAL_STORE?)",
+                              kWho, who.rank, timeout.count(), path));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -100,7 +102,8 @@ RankAndSize resolve_rank_and_size(const Options& options) {
   if (rank < 0 || size < 0) {
     throw Error(Errc::invalid_argument,
                 fmt::format("{}: no {}: set Options::rank and Options::world_size, or RANK and WORLD_SIZE, or launch "
-                            "under mpirun", kWho, rank < 0 ? "rank" : "world size"));
+                            "under mpirun",
+                            kWho, rank < 0 ? "rank" : "world size"));
   }
   if (size < 1 || rank >= size) {
     throw Error(Errc::invalid_argument, fmt::format("{}: rank {} is not in [0, world size {})", kWho, rank, size));
@@ -120,7 +123,8 @@ void share_from_rank0(std::vector<unsigned char>& bytes, const RankAndSize& who,
   if (!under_mpirun()) {
     throw Error(Errc::invalid_argument,
                 fmt::format("{}: rank 0's id has no way to the other ranks: set XHAL_STORE=file:<path> (a path all "
-                            "ranks see, fresh for each job) or launch under mpirun", kWho));
+                            "ranks see, fresh for each job) or launch under mpirun",
+                            kWho));
   }
   Options o;
   o.timeout = timeout;

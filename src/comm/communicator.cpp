@@ -7,7 +7,7 @@
 
 #include "comm/engines.hpp"
 #include "comm/pending_op.hpp"
-#include "ops/arg_checks.hpp"
+#include "core/shape_text.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal::comm {
@@ -19,11 +19,12 @@ namespace {
 
 void check_tensor(const char* op, std::string_view arg, const TensorView& t, const Communicator& comm) {
   if (t.device() != comm.device()) {
-    bad(op, arg, fmt::format("expected a tensor on {} (the communicator's device), got {}", comm.device().str(),
-                             t.device().str()));
+    bad(op, arg,
+        fmt::format("expected a tensor on {} (the communicator's device), got {}", comm.device().str(),
+                    t.device().str()));
   }
-  if (!t.is_contiguous()) bad(op, arg, fmt::format("expected a contiguous tensor, got strides of shape {}",
-                                                   ops::shape_str(t)));
+  if (!t.is_contiguous())
+    bad(op, arg, fmt::format("expected a contiguous tensor, got strides of shape {}", shape_str(t)));
   if (t.numel() > 0 && t.data() == nullptr) bad(op, arg, "expected data for a non-empty tensor, got null");
 }
 
@@ -36,7 +37,8 @@ void check_same_dtype(const char* op, const TensorView& in, const TensorView& ou
 void check_reduce(const char* op, ReduceOp reduce, const TensorView& t) {
   const bool floating = t.dtype() == DType::f32 || t.dtype() == DType::f16 || t.dtype() == DType::bf16;
   const bool integer = t.dtype() == DType::i32 || t.dtype() == DType::i64;
-  if (!floating && !integer) bad(op, "in", fmt::format("expected f32, f16, bf16, i32 or i64, got {}", dtype_name(t.dtype())));
+  if (!floating && !integer)
+    bad(op, "in", fmt::format("expected f32, f16, bf16, i32 or i64, got {}", dtype_name(t.dtype())));
   if (reduce == ReduceOp::avg && !floating) {
     bad(op, "op", fmt::format("avg needs a floating-point dtype, got {}", dtype_name(t.dtype())));
   }
@@ -44,14 +46,15 @@ void check_reduce(const char* op, ReduceOp reduce, const TensorView& t) {
 
 void check_numel(const char* op, std::string_view arg, const TensorView& t, int64_t expected, std::string_view why) {
   if (t.numel() != expected) {
-    bad(op, arg, fmt::format("expected {} elements ({}), got {} (shape {})", expected, why, t.numel(), ops::shape_str(t)));
+    bad(op, arg, fmt::format("expected {} elements ({}), got {} (shape {})", expected, why, t.numel(), shape_str(t)));
   }
 }
 
 void check_rank(const char* op, std::string_view arg, int r, const Communicator& comm, bool not_self) {
   if (r < 0 || r >= comm.size() || (not_self && r == comm.rank())) {
-    bad(op, arg, fmt::format("expected a rank in [0, {}){}, got {}", comm.size(),
-                             not_self ? fmt::format(" other than this one ({})", comm.rank()) : "", r));
+    bad(op, arg,
+        fmt::format("expected a rank in [0, {}){}, got {}", comm.size(),
+                    not_self ? fmt::format(" other than this one ({})", comm.rank()) : "", r));
   }
 }
 
@@ -71,7 +74,8 @@ std::shared_ptr<Communicator> Communicator::create(const Device& device, const O
   if (options.timeout.count() <= 0) {
     throw Error(Errc::invalid_argument,
                 fmt::format("xhal::comm::Communicator::create: argument 'options.timeout': expected a positive "
-                            "duration, got {} ms", options.timeout.count()));
+                            "duration, got {} ms",
+                            options.timeout.count()));
   }
   switch (device.type) {
     case DeviceType::cpu: return create_mpi_communicator(device, options);
@@ -79,8 +83,8 @@ std::shared_ptr<Communicator> Communicator::create(const Device& device, const O
   }
 }
 
-Work Communicator::submit(Kind kind, const char* op, const TensorView* in, const TensorView* out,
-                          ReduceOp reduce, int peer, const Stream* stream) {
+Work Communicator::submit(Kind kind, const char* op, const TensorView* in, const TensorView* out, ReduceOp reduce,
+                          int peer, const Stream* stream) {
   if (stream != nullptr && stream->device() != device()) {
     bad(op, "stream", fmt::format("expected a stream of {}, got one of {}", device().str(), stream->device().str()));
   }

@@ -49,16 +49,19 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     char msg[512] = {};
     if (rank_ == 0) throw_if(engine_->make_id(engine_->self, id.data(), msg, sizeof msg), msg);
     share_from_rank0(id, who, timeout_);
-    throw_if(engine_->create(engine_->self, device.index, id.data(), rank_, size_, int64_t(timeout_.count()), &comm_, msg, sizeof msg),
+    throw_if(engine_->create(engine_->self, device.index, id.data(), rank_, size_, int64_t(timeout_.count()), &comm_,
+                             msg, sizeof msg),
              msg);
     void* scratch = nullptr;
-    plugin_call<&xhal_plugin_api::mem_alloc>(api_, "allocating the barrier's scratch", device.index, sizeof(float), &scratch);
+    plugin_call<&xhal_plugin_api::mem_alloc>(api_, "allocating the barrier's scratch", device.index, sizeof(float),
+                                             &scratch);
     scratch_ = scratch;
   }
   ~DeviceCommunicator() override {
     if (comm_ != nullptr) (aborted_ ? engine_->abort : engine_->destroy)(comm_);
     if (scratch_ != nullptr) plugin_call_unchecked<&xhal_plugin_api::mem_release>(api_, device_.index, scratch_);
-    for (void* event : spare_events_) plugin_call_unchecked<&xhal_plugin_api::event_destroy>(api_, device_.index, event);
+    for (void* event : spare_events_)
+      plugin_call_unchecked<&xhal_plugin_api::event_destroy>(api_, device_.index, event);
   }
 
   int rank() const override { return rank_; }
@@ -74,11 +77,13 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
 
   // The engine's asynchronous error, as Error(comm_error) naming `what`.
   void check_health(const std::string& what) {
-    if (aborted_) throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: the communicator was aborted", name(), what));
+    if (aborted_)
+      throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: the communicator was aborted", name(), what));
     char msg[512] = {};
     if (engine_->check(comm_, msg, sizeof msg) != XHAL_OK) {
       abort();
-      throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: {}; the communicator is aborted", name(), what, msg));
+      throw Error(Errc::comm_error,
+                  fmt::format("xhal::comm ({}): {}: {}; the communicator is aborted", name(), what, msg));
     }
   }
   const xhal_plugin_api& api() const { return api_; }
@@ -109,7 +114,8 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     const std::string what = fmt::format("{} #{}", c.op, c.seq);
     check_health(what);
     check_in_place(c);
-    void* stream = c.stream != nullptr ? c.stream->native() : DeviceManager::instance().current_stream(device_).native();
+    void* stream =
+        c.stream != nullptr ? c.stream->native() : DeviceManager::instance().current_stream(device_).native();
     const TensorView* t = c.in != nullptr ? c.in : c.out;
     const auto reduce = static_cast<xhal_reduce>(c.reduce);
     // The vendor call: which op, its buffers, and its count (per rank for the gathers).
@@ -133,7 +139,8 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     const xhal_status s = engine_->enqueue(comm_, op, in, out, count, type, reduce, c.peer, stream, msg, sizeof msg);
     if (s != XHAL_OK) throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: {}", name(), what, msg));
     auto pending = std::make_shared<DevicePending>(what, timeout_, shared_from_this(), take_event());
-    plugin_call<&xhal_plugin_api::event_record>(api_, "recording a completion event", device_.index, pending->event(), stream);
+    plugin_call<&xhal_plugin_api::event_record>(api_, "recording a completion event", device_.index, pending->event(),
+                                                stream);
     return pending;
   }
 
@@ -141,7 +148,9 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
   static constexpr const char* kWho = "xhal::comm::Communicator::create";
   std::string name() const { return std::string(engine_name(engine())); }
   [[noreturn]] void fail(xhal_status s, const char* msg) const {
-    throw Error(s == XHAL_ERR_UNSUPPORTED ? Errc::unsupported : s == XHAL_ERR_TIMEOUT ? Errc::timeout : Errc::comm_error,
+    throw Error(s == XHAL_ERR_UNSUPPORTED ? Errc::unsupported
+                : s == XHAL_ERR_TIMEOUT   ? Errc::timeout
+                                          : Errc::comm_error,
                 fmt::format("{} ({} on {}): {}", kWho, engine_->engine, device_.str(), msg));
   }
   void throw_if(xhal_status s, const char* msg) const {
@@ -160,7 +169,7 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     if (!allowed) {
       throw Error(Errc::invalid_argument,
                   fmt::format("xhal::comm::{}: argument 'out': overlaps 'in' other than in place ({})", c.op,
-                              c.kind == Kind::all_gather     ? "'in' must be this rank's block of 'out'"
+                              c.kind == Kind::all_gather       ? "'in' must be this rank's block of 'out'"
                               : c.kind == Kind::reduce_scatter ? "'out' must be this rank's block of 'in'"
                                                                : "'out' must be 'in'"));
     }
@@ -184,7 +193,8 @@ bool DevicePending::poll() {
   if (done_) return true;
   comm_->check_health(what());
   PluginMessage message;
-  const xhal_status s = plugin_status<&xhal_plugin_api::event_query>(comm_->api(), message, comm_->device().index, event_);
+  const xhal_status s =
+      plugin_status<&xhal_plugin_api::event_query>(comm_->api(), message, comm_->device().index, event_);
   if (s == XHAL_NOT_READY) return false;
   if (s != XHAL_OK) throw_plugin_failure(s, "waiting for a collective", message);
   done_ = true;

@@ -72,10 +72,18 @@ void reduce16(void* in, void* inout, int* len, F f) {
 }
 template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
 struct Half16Ops {
-  static void sum(void* in, void* io, int* n, MPI_Datatype*) { reduce16<Load, Store>(in, io, n, [](float x, float y) { return x + y; }); }
-  static void prod(void* in, void* io, int* n, MPI_Datatype*) { reduce16<Load, Store>(in, io, n, [](float x, float y) { return x * y; }); }
-  static void min(void* in, void* io, int* n, MPI_Datatype*) { reduce16<Load, Store>(in, io, n, [](float x, float y) { return y < x ? y : x; }); }
-  static void max(void* in, void* io, int* n, MPI_Datatype*) { reduce16<Load, Store>(in, io, n, [](float x, float y) { return y > x ? y : x; }); }
+  static void sum(void* in, void* io, int* n, MPI_Datatype*) {
+    reduce16<Load, Store>(in, io, n, [](float x, float y) { return x + y; });
+  }
+  static void prod(void* in, void* io, int* n, MPI_Datatype*) {
+    reduce16<Load, Store>(in, io, n, [](float x, float y) { return x * y; });
+  }
+  static void min(void* in, void* io, int* n, MPI_Datatype*) {
+    reduce16<Load, Store>(in, io, n, [](float x, float y) { return y < x ? y : x; });
+  }
+  static void max(void* in, void* io, int* n, MPI_Datatype*) {
+    reduce16<Load, Store>(in, io, n, [](float x, float y) { return y > x ? y : x; });
+  }
 };
 
 // The MPI op for a reduction of `dtype` (avg reduces as sum).
@@ -133,11 +141,12 @@ class MpiPending final : public detail::PendingOp {
       : PendingOp(std::move(what), timeout), aborted_(std::move(aborted)) {}
   std::vector<MPI_Request> requests;
   std::vector<unsigned char> staging;  // an input copy when input and output overlap
-  std::function<void()> finish;        // runs once, after the requests completed
+  std::function<void()> finish;  // runs once, after the requests completed
 
   bool poll() override {
     if (done_) return true;
-    if (*aborted_) throw Error(Errc::comm_error, fmt::format("xhal::comm (mpi): {}: the communicator was aborted", what()));
+    if (*aborted_)
+      throw Error(Errc::comm_error, fmt::format("xhal::comm (mpi): {}: the communicator was aborted", what()));
     int flag = 0;
     {
       std::lock_guard lock(mpi_lock());
@@ -184,14 +193,16 @@ class MpiCommunicator final : public Communicator {
 
   std::shared_ptr<detail::PendingOp> run(const Call& c) override {
     const std::string what = fmt::format("{} #{}", c.op, c.seq);
-    if (*aborted_) throw Error(Errc::comm_error, fmt::format("xhal::comm (mpi): {}: the communicator was aborted", what));
+    if (*aborted_)
+      throw Error(Errc::comm_error, fmt::format("xhal::comm (mpi): {}: the communicator was aborted", what));
     auto p = std::make_shared<MpiPending>(what, timeout_, aborted_);
     const TensorView* in = c.in;
     const TensorView* out = c.out;
     for (const TensorView* t : {in, out}) {
       if (t != nullptr && t->numel() * int64_t(size_) > INT_MAX) {
         throw Error(Errc::invalid_argument, fmt::format("xhal::comm::{}: more than 2^31 - 1 elements per call on the "
-                                                        "MPI engine ({} x {} ranks)", c.op, t->numel(), size_));
+                                                        "MPI engine ({} x {} ranks)",
+                                                        c.op, t->numel(), size_));
       }
     }
     const DType dtype = (in != nullptr ? in : out) != nullptr ? (in != nullptr ? in : out)->dtype() : DType::f32;
@@ -209,8 +220,10 @@ class MpiCommunicator final : public Communicator {
       case Kind::all_reduce: {
         const int n = int(out->numel());
         check(MPI_Iallreduce(in->data() == out->data() ? MPI_IN_PLACE : src, out->data(), n, type,
-                             mpi_op(c.reduce, dtype), comm_, &r), what);
-        if (c.reduce == ReduceOp::avg) p->finish = [out = *out, n, dtype, size = size_] { divide(out.data(), n, dtype, size); };
+                             mpi_op(c.reduce, dtype), comm_, &r),
+              what);
+        if (c.reduce == ReduceOp::avg)
+          p->finish = [out = *out, n, dtype, size = size_] { divide(out.data(), n, dtype, size); };
         break;
       }
       case Kind::all_gather:
@@ -219,7 +232,8 @@ class MpiCommunicator final : public Communicator {
       case Kind::reduce_scatter: {
         const int n = int(out->numel());
         check(MPI_Ireduce_scatter_block(src, out->data(), n, type, mpi_op(c.reduce, dtype), comm_, &r), what);
-        if (c.reduce == ReduceOp::avg) p->finish = [out = *out, n, dtype, size = size_] { divide(out.data(), n, dtype, size); };
+        if (c.reduce == ReduceOp::avg)
+          p->finish = [out = *out, n, dtype, size = size_] { divide(out.data(), n, dtype, size); };
         break;
       }
       case Kind::broadcast:
@@ -227,15 +241,9 @@ class MpiCommunicator final : public Communicator {
         if (rank_ == c.peer && in->data() != out->data()) std::memmove(out->data(), src, in->nbytes());
         check(MPI_Ibcast(out->data(), int(out->numel()), type, c.peer, comm_, &r), what);
         break;
-      case Kind::send:
-        check(MPI_Isend(src, int(in->numel()), type, c.peer, kTag, comm_, &r), what);
-        break;
-      case Kind::recv:
-        check(MPI_Irecv(out->data(), int(out->numel()), type, c.peer, kTag, comm_, &r), what);
-        break;
-      case Kind::barrier:
-        check(MPI_Ibarrier(comm_, &r), what);
-        break;
+      case Kind::send: check(MPI_Isend(src, int(in->numel()), type, c.peer, kTag, comm_, &r), what); break;
+      case Kind::recv: check(MPI_Irecv(out->data(), int(out->numel()), type, c.peer, kTag, comm_, &r), what); break;
+      case Kind::barrier: check(MPI_Ibarrier(comm_, &r), what); break;
     }
     p->requests.push_back(r);
     return p;
@@ -256,7 +264,8 @@ void check_bootstrap(const Options& options, int rank, int size) {
     if (given >= 0 && given != actual) {
       throw Error(Errc::invalid_argument,
                   fmt::format("xhal::comm::Communicator::create: {} is {} but MPI says {} (launch with mpirun -np "
-                              "and leave RANK/WORLD_SIZE unset, or make them agree)", name, given, actual));
+                              "and leave RANK/WORLD_SIZE unset, or make them agree)",
+                              name, given, actual));
     }
   };
   const RankAndSize requested = requested_rank_and_size(options);

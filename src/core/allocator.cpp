@@ -32,10 +32,10 @@ void* CachingAllocator::allocate(size_t bytes, void* stream) {
   std::lock_guard lock(mutex_);
   if (config_.fail_allocation > 0 && ++allocations == config_.fail_allocation) {
     ++stats_.num_ooms;
-    throw OutOfMemoryError(fmt::format("out of memory on {}: tried to allocate {} ({} bytes); injected failure of "
-                                       "allocation {} of this process (XHAL_FAULT_ALLOC={})",
-                                       device_.str(), mib(bytes), bytes, config_.fail_allocation,
-                                       config_.fail_allocation));
+    throw OutOfMemoryError(
+        fmt::format("out of memory on {}: tried to allocate {} ({} bytes); injected failure of "
+                    "allocation {} of this process (XHAL_FAULT_ALLOC={})",
+                    device_.str(), mib(bytes), bytes, config_.fail_allocation, config_.fail_allocation));
   }
   // A request no device can hold is refused before rounding it up to a size class or a segment
   // could wrap it around to a small one.
@@ -69,8 +69,7 @@ void* CachingAllocator::allocate(size_t bytes, void* stream) {
       // Split off the remainder when it is worth keeping as its own block.
       const size_t remainder = block->size - size;
       if (remainder >= (small ? kRound : kSmallRequest + 1)) {
-        auto* rest = new Block{block->ptr + size, remainder, stream, nullptr, false, small,
-                               block, block->next};
+        auto* rest = new Block{block->ptr + size, remainder, stream, nullptr, false, small, block, block->next};
         if (block->next) block->next->prev = rest;
         block->next = rest;
         block->size = size;
@@ -182,8 +181,8 @@ CachingAllocator::Block* CachingAllocator::new_segment(size_t size, bool small, 
     return nullptr;
   }
   if (status != XHAL_OK) {
-    throw_status(status, fmt::format("allocator {}: driver allocation of {} bytes failed: {}",
-                                     device_.str(), size, message.text));
+    throw_status(status, fmt::format("allocator {}: driver allocation of {} bytes failed: {}", device_.str(), size,
+                                     message.text));
   }
   stats_.reserved += size;
   return new Block{static_cast<char*>(ptr), size, stream, nullptr, false, small, nullptr, nullptr};
@@ -209,15 +208,14 @@ void CachingAllocator::release_cached_segments() {
 void CachingAllocator::throw_oom(size_t request, const char* driver_message) {
   size_t free_bytes = 0, total_bytes = 0;
   plugin_call_unchecked<&xhal_plugin_api::mem_info>(api_, device_.index, &free_bytes, &total_bytes);
-  std::string limit = config_.memory_limit
-                          ? fmt::format(", limit {} (XHAL_MEMORY_LIMIT)", mib(config_.memory_limit))
-                          : "";
-  throw OutOfMemoryError(fmt::format(
-      "out of memory on {}: tried to allocate {} ({} bytes); device free {} of total {}; "
-      "allocated by xhal {}, reserved by xhal {}{}{}{}",
-      device_.str(), mib(request), request, mib(free_bytes), mib(total_bytes), mib(stats_.allocated),
-      mib(stats_.reserved), limit, driver_message && *driver_message ? "; driver: " : "",
-      driver_message ? driver_message : ""));
+  std::string limit =
+      config_.memory_limit ? fmt::format(", limit {} (XHAL_MEMORY_LIMIT)", mib(config_.memory_limit)) : "";
+  throw OutOfMemoryError(
+      fmt::format("out of memory on {}: tried to allocate {} ({} bytes); device free {} of total {}; "
+                  "allocated by xhal {}, reserved by xhal {}{}{}{}",
+                  device_.str(), mib(request), request, mib(free_bytes), mib(total_bytes), mib(stats_.allocated),
+                  mib(stats_.reserved), limit, driver_message && *driver_message ? "; driver: " : "",
+                  driver_message ? driver_message : ""));
 }
 
 void CachingAllocator::empty_cache() {

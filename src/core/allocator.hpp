@@ -52,11 +52,11 @@ class CachingAllocator {
   struct Block {
     char* ptr = nullptr;
     size_t size = 0;
-    void* stream = nullptr;   // the stream it was allocated for
-    void* event = nullptr;    // recorded when freed for reuse on other streams; NULL = ready
+    void* stream = nullptr;  // the stream it was allocated for
+    void* event = nullptr;  // recorded when freed for reuse on other streams; NULL = ready
     bool allocated = false;
     bool small = false;
-    Block* prev = nullptr;    // neighbours within the same segment
+    Block* prev = nullptr;  // neighbours within the same segment
     Block* next = nullptr;
   };
   struct BySize {

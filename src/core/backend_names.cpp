@@ -20,10 +20,9 @@ struct Alias {
 
 // Other names users and vendors give the accelerators; the backend is the plugin's <name>.
 constexpr std::array kAliases{
-    Alias{"nvidia", "cuda"},      Alias{"amd", "hip"},       Alias{"rocm", "hip"},
-    Alias{"hygon", "hip"},        Alias{"dcu", "hip"},       Alias{"intel", "ze"},
-    Alias{"level_zero", "ze"},    Alias{"ascend", "npu"},    Alias{"huawei", "npu"},
-    Alias{"cambricon", "mlu"},    Alias{"moore_threads", "musa"}, Alias{"kunlun", "xpu"},
+    Alias{"nvidia", "cuda"},   Alias{"amd", "hip"},       Alias{"rocm", "hip"},           Alias{"hygon", "hip"},
+    Alias{"dcu", "hip"},       Alias{"intel", "ze"},      Alias{"level_zero", "ze"},      Alias{"ascend", "npu"},
+    Alias{"huawei", "npu"},    Alias{"cambricon", "mlu"}, Alias{"moore_threads", "musa"}, Alias{"kunlun", "xpu"},
     Alias{"kunlunxin", "xpu"},
 };
 

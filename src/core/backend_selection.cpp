@@ -16,8 +16,8 @@ std::string unavailable_reason(DeviceType type, bool detailed) {
   const std::string_view name = device_type_name(type);
   if (const BackendState* state = Runtime::get().backend(type)) {
     if (!state->properties.empty()) return "";
-    return fmt::format("the {} plugin ({}) loaded but reports no device: {}", name,
-                       state->plugin.info.path, state->plugin.info.reason);
+    return fmt::format("the {} plugin ({}) loaded but reports no device: {}", name, state->plugin.info.path,
+                       state->plugin.info.reason);
   }
   for (const auto& record : Runtime::get().backends()) {
     if (record.name == name) {
@@ -41,9 +41,10 @@ DefaultDeviceChoice choose_default_device() {
       if (backend_names::name_of(type).empty()) break;
       std::string why = unavailable_reason(type, false);
       if (why.empty()) {
-        return {{type, 0}, fmt::format("BACKEND_TYPE=auto picked {}:0, the first accelerator with "
-                                       "a device{}{}",
-                                       device_type_name(type), skipped.empty() ? "" : "; ", skipped)};
+        return {{type, 0},
+                fmt::format("BACKEND_TYPE=auto picked {}:0, the first accelerator with "
+                            "a device{}{}",
+                            device_type_name(type), skipped.empty() ? "" : "; ", skipped)};
       }
       skipped += fmt::format("{}{}", skipped.empty() ? "" : "; ", why);
     }
@@ -73,8 +74,7 @@ DefaultDeviceChoice choose_default_device() {
   if (std::string why = unavailable_reason(*type, true); !why.empty()) {
     throw Error(Errc::backend_unavailable, fmt::format("BACKEND_TYPE={}: {}", requested, why));
   }
-  return {{*type, 0}, fmt::format("BACKEND_TYPE={} selects {}", requested,
-                                  Device{*type, 0}.str())};
+  return {{*type, 0}, fmt::format("BACKEND_TYPE={} selects {}", requested, Device{*type, 0}.str())};
 }
 
 }  // namespace xhal

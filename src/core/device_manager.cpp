@@ -67,9 +67,7 @@ MemoryStatus DeviceManager::memory_status(Device device) const {
 
 void DeviceManager::empty_cache(Device device) { Runtime::get().allocator(device).empty_cache(); }
 
-void DeviceManager::reset_peak_stats(Device device) {
-  Runtime::get().allocator(device).reset_peak_stats();
-}
+void DeviceManager::reset_peak_stats(Device device) { Runtime::get().allocator(device).reset_peak_stats(); }
 
 void DeviceManager::synchronize(Device device) {
   const auto& api = Runtime::get().api(device);
@@ -116,7 +114,9 @@ Event DeviceManager::create_event(Device device) {
                }));
 }
 
-BackendInfo DeviceManager::load_plugin(const std::string& path) { return Runtime::get().load(path, PluginSource::explicit_path); }
+BackendInfo DeviceManager::load_plugin(const std::string& path) {
+  return Runtime::get().load(path, PluginSource::explicit_path);
+}
 
 void Stream::synchronize() const {
   const auto& api = Runtime::get().api(device_);

@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "core/logging.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal::env {
@@ -23,11 +22,18 @@ constexpr std::array kTable{
             "level_zero)",
             "DeviceManager::default_device() throws invalid_argument (unknown name) or backend_unavailable (no "
             "plugin or device for it)"},
-    VarInfo{Var::plugin_path, "XHAL_PLUGIN_PATH", Rule::paths, "",
+    VarInfo{Var::plugin_path,
+            "XHAL_PLUGIN_PATH",
+            Rule::paths,
+            "",
             "colon-separated absolute directories searched first for libxhal_<backend>.so plugins",
-            "a relative entry is ignored with a warning; the others are searched", {}, 0, 0, true},
-    VarInfo{Var::log_level, "XHAL_LOG_LEVEL", Rule::choice, "warn", "log level",
-            "warned about; the level stays warn", "trace, debug, info, warn, error, critical, off"},
+            "a relative entry is ignored with a warning; the others are searched",
+            {},
+            0,
+            0,
+            true},
+    VarInfo{Var::log_level, "XHAL_LOG_LEVEL", Rule::choice, "warn", "log level", "warned about; the level stays warn",
+            "trace, debug, info, warn, error, critical, off"},
     VarInfo{Var::allocator, "XHAL_ALLOCATOR", Rule::choice, "caching",
             "caching, or direct: every allocation goes to the driver (for sanitizers)",
             "warned about; the caching allocator is used", "caching, direct"},
@@ -48,16 +54,35 @@ constexpr std::array kTable{
     VarInfo{Var::cpu_disable, "XHAL_CPU_DISABLE", Rule::list, "",
             "comma-separated instruction sets the CPU kernels must not use: avx512, avx2, avx512_bf16, amx",
             "an unknown item keeps the cpu plugin from loading; xhal-info and every op on the cpu say why"},
-    VarInfo{Var::rank, "RANK", Rule::integer, "",
+    VarInfo{Var::rank,
+            "RANK",
+            Rule::integer,
+            "",
             "this process's rank for xhal::comm communicators (checked against MPI's under mpirun)",
-            "Communicator::create throws invalid_argument", {}, 0, kMaxRank},
-    VarInfo{Var::world_size, "WORLD_SIZE", Rule::integer, "",
+            "Communicator::create throws invalid_argument",
+            {},
+            0,
+            kMaxRank},
+    VarInfo{Var::world_size,
+            "WORLD_SIZE",
+            Rule::integer,
+            "",
             "the number of ranks for xhal::comm communicators (checked against MPI's under mpirun)",
-            "Communicator::create throws invalid_argument", {}, 1, kMaxWorld},
-    VarInfo{Var::store, "XHAL_STORE", Rule::store, "",
+            "Communicator::create throws invalid_argument",
+            {},
+            1,
+            kMaxWorld},
+    VarInfo{Var::store,
+            "XHAL_STORE",
+            Rule::store,
+            "",
             "file:<path>: how rank 0's bootstrap id reaches the other ranks of an NCCL/RCCL communicator outside "
             "mpirun (a path all ranks see, fresh for each job)",
-            "Communicator::create throws invalid_argument", {}, 0, 0, true},
+            "Communicator::create throws invalid_argument",
+            {},
+            0,
+            0,
+            true},
     VarInfo{Var::check, "XHAL_CHECK", Rule::choice, "off",
             "cpu: every op also runs on the CPU reference kernel and its outputs are compared (the shadow check; "
             "slow, for finding a diverging op); off",
@@ -65,16 +90,28 @@ constexpr std::array kTable{
     VarInfo{Var::check_action, "XHAL_CHECK_ACTION", Rule::choice, "log",
             "what a divergence found by XHAL_CHECK does: log (a warning) or throw (xhal::Error, code internal)",
             "every op throws invalid_argument until it is fixed", "log, throw"},
-    VarInfo{Var::trace, "XHAL_TRACE", Rule::path, "",
+    VarInfo{Var::trace,
+            "XHAL_TRACE",
+            Rule::path,
+            "",
             "a file to write a Chrome/Perfetto trace of every op call to (JSON; xhal-info --trace-summary reads "
             "it)",
             "a file that cannot be created makes every op throw invalid_argument; a write that fails stops the "
             "trace with an error logged",
-            {}, 0, 0, true},
-    VarInfo{Var::fault_alloc, "XHAL_FAULT_ALLOC", Rule::integer, "",
+            {},
+            0,
+            0,
+            true},
+    VarInfo{Var::fault_alloc,
+            "XHAL_FAULT_ALLOC",
+            Rule::integer,
+            "",
             "fault injection for tests: N makes the N-th allocation of the process (over every device) fail as "
             "out of memory; the ones after it succeed",
-            "warned about; no fault is injected", {}, 1, INT64_MAX},
+            "warned about; no fault is injected",
+            {},
+            1,
+            INT64_MAX},
 };
 
 std::string_view rule_text(const VarInfo& i) {
@@ -148,9 +185,9 @@ std::optional<uint64_t> parse_bytes(std::string_view text) {
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), number);
   if (ec != std::errc() || end == t.data()) return std::nullopt;  // no digits, a sign, or past 2^64
   const std::string suffix = trim(std::string_view(end, size_t(t.data() + t.size() - end)));
-  constexpr std::pair<std::string_view, int> kSuffixes[] = {{"", 0},    {"b", 0},    {"k", 10},  {"kib", 10},
-                                                            {"m", 20},  {"mib", 20}, {"g", 30},  {"gib", 30},
-                                                            {"t", 40},  {"tib", 40}};
+  constexpr std::pair<std::string_view, int> kSuffixes[] = {{"", 0},   {"b", 0},    {"k", 10}, {"kib", 10},
+                                                            {"m", 20}, {"mib", 20}, {"g", 30}, {"gib", 30},
+                                                            {"t", 40}, {"tib", 40}};
   for (const auto& [name, shift] : kSuffixes) {
     if (suffix != name) continue;
     if (shift > 0 && number > (UINT64_MAX >> shift)) return std::nullopt;
@@ -188,8 +225,7 @@ std::optional<std::string> problem(Var var, std::string_view raw) {
     }
     case Rule::list:
     case Rule::paths:
-    case Rule::path:
-      return std::nullopt;  // any text; the reader judges the items
+    case Rule::path: return std::nullopt;  // any text; the reader judges the items
     case Rule::store:
       if (text.rfind("file:", 0) != 0 || trim(text.substr(5)).empty()) return bad();
       return std::nullopt;
@@ -239,13 +275,6 @@ std::optional<std::string> choice_text(Var var) {
   if (!text) return std::nullopt;
   if (problem(var, *text)) throw_problem(var, *text);
   return lower(*text);
-}
-
-void warn_bad_value(Var var, const std::string& message) {
-  static std::array<std::atomic<bool>, kTable.size()> warned{};
-  const size_t index = size_t(&info(var) - kTable.data());
-  if (warned[index].exchange(true)) return;
-  log().warn("{}; {}", message, info(var).on_bad);
 }
 
 }  // namespace xhal::env

@@ -1,7 +1,7 @@
 // The environment variables xhal reads, in one table, each parsed by its rule here and nowhere else
 // (docs/configuration.md lists them). Every value is trimmed of surrounding spaces; empty is unset.
 // A value its rule refuses is an Error(invalid_argument) naming the variable, the value and what
-// is accepted; whether that fails the caller or is warned about once (warn_bad_value) is the
+// is accepted; whether that fails the caller or is warned about once (env_warnings.hpp) is the
 // reader's choice, stated in the table's `on_bad` text.
 #pragma once
 
@@ -37,15 +37,15 @@ enum class Var {
 
 // How a variable's text is read.
 enum class Rule {
-  name,     // a backend name or alias: [a-z][a-z0-9_]*, any case
-  choice,   // one of `choices`, any case
-  flag,     // 1, true, on, yes / 0, false, off, no, any case
-  bytes,    // 1048576, 512K, 64M, 2G, 1T (powers of 1024; KiB.. and B too), any case, < 2^64
+  name,  // a backend name or alias: [a-z][a-z0-9_]*, any case
+  choice,  // one of `choices`, any case
+  flag,  // 1, true, on, yes / 0, false, off, no, any case
+  bytes,  // 1048576, 512K, 64M, 2G, 1T (powers of 1024; KiB.. and B too), any case, < 2^64
   integer,  // a decimal integer in [min, max]
-  list,     // comma-separated items, each trimmed and lower-cased, empty ones dropped
-  paths,    // colon-separated absolute directories (relative ones are ignored with a warning)
-  path,     // a file path
-  store,    // file:<path>
+  list,  // comma-separated items, each trimmed and lower-cased, empty ones dropped
+  paths,  // colon-separated absolute directories (relative ones are ignored with a warning)
+  path,  // a file path
+  store,  // file:<path>
 };
 
 struct VarInfo {
@@ -56,7 +56,7 @@ struct VarInfo {
   std::string_view meaning;
   std::string_view on_bad;  // what a value the rule refuses does
   std::string_view choices = {};  // Rule::choice: "a, b, c"
-  int64_t min = 0, max = 0;       // Rule::integer
+  int64_t min = 0, max = 0;  // Rule::integer
   // Read with secure_getenv: it decides what code is loaded or which file is written, so a setuid
   // program ignores it.
   bool secure = false;
@@ -83,12 +83,6 @@ std::vector<std::string> list(Var var);
 template <class T>
 T choice(Var var, std::initializer_list<std::pair<std::string_view, T>> choices, T fallback);
 
-// Logs `message` (a bad value and what was done instead) as a warning, once per variable.
-void warn_bad_value(Var var, const std::string& message);
-// reader(var), or `fallback` after warn_bad_value when the value breaks the rule.
-template <class Reader, class T>
-auto or_warn(Var var, Reader reader, T fallback) -> decltype(reader(var));
-
 // Parsing by one rule, exposed for tests and for the readers.
 std::string trim(std::string_view text);
 std::string lower(std::string_view text);
@@ -106,16 +100,6 @@ T choice(Var var, std::initializer_list<std::pair<std::string_view, T>> choices,
     if (*text == name) return v;
   }
   return fallback;  // unreachable when `choices` match the table's
-}
-
-template <class Reader, class T>
-auto or_warn(Var var, Reader reader, T fallback) -> decltype(reader(var)) {
-  try {
-    return reader(var);
-  } catch (const std::exception& e) {
-    warn_bad_value(var, e.what());
-    return fallback;
-  }
 }
 
 }  // namespace xhal::env

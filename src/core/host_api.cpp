@@ -10,9 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/logging.hpp"
-#include "core/plugin_loader.hpp"
 #include "core/registry.hpp"
-#include "core/runtime.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {
@@ -29,9 +27,8 @@ xhal_status register_kernel(void* ctx, const xhal_kernel_desc* desc, char* msg, 
   constexpr size_t kMinSize = offsetof(xhal_kernel_desc, run) + sizeof(xhal_kernel_run_fn);
   if (desc == nullptr || desc->struct_size < kMinSize) {
     return write_message(msg, len, XHAL_ERR_INVALID_ARGUMENT,
-                         fmt::format("register_kernel: expected a descriptor of struct_size >= {}, got {}",
-                                     kMinSize, desc == nullptr ? std::string("NULL")
-                                                               : fmt::format("{}", desc->struct_size)));
+                         fmt::format("register_kernel: expected a descriptor of struct_size >= {}, got {}", kMinSize,
+                                     desc == nullptr ? std::string("NULL") : fmt::format("{}", desc->struct_size)));
   }
   xhal_kernel_desc copy{};
   std::memcpy(&copy, desc, std::min<size_t>(desc->struct_size, sizeof copy));
@@ -56,16 +53,20 @@ xhal_status register_kernel(void* ctx, const xhal_kernel_desc* desc, char* msg, 
 }
 
 void log_message(void*, xhal_log_level level, const char* msg) {
-  static constexpr spdlog::level::level_enum kLevels[] = {
-      spdlog::level::debug, spdlog::level::info, spdlog::level::warn, spdlog::level::err};
+  static constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::debug, spdlog::level::info,
+                                                          spdlog::level::warn, spdlog::level::err};
   log().log(kLevels[int(level) < 0 ? 0 : int(level) > 3 ? 3 : int(level)], "{}", msg ? msg : "");
 }
 
-xhal_status scratch_alloc(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr, char* msg,
-                          size_t len) {
+xhal_status scratch_alloc(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr, char* msg, size_t len) {
   auto* context = static_cast<PluginHostContext*>(ctx);
+  if (context->allocators == nullptr || device < 0 || size_t(device) >= context->allocators->size()) {
+    return write_message(
+        msg, len, XHAL_ERR_INVALID_ARGUMENT,
+        fmt::format("scratch_alloc: the {} backend has no device {}", device_type_name(context->type), device));
+  }
   try {
-    *ptr = Runtime::get().allocator({context->type, device}).allocate(bytes, stream);
+    *ptr = (*context->allocators)[size_t(device)]->allocate(bytes, stream);
     return XHAL_OK;
   } catch (const Error& e) {
     return write_message(msg, len, static_cast<xhal_status>(e.code()), e.what());
@@ -76,7 +77,8 @@ xhal_status scratch_alloc(void* ctx, int32_t device, size_t bytes, void* stream,
 
 void scratch_free(void* ctx, int32_t device, void* ptr) {
   auto* context = static_cast<PluginHostContext*>(ctx);
-  Runtime::get().allocator({context->type, device}).deallocate(ptr);
+  if (context->allocators == nullptr || device < 0 || size_t(device) >= context->allocators->size()) return;
+  (*context->allocators)[size_t(device)]->deallocate(ptr);
 }
 
 }  // namespace
@@ -100,8 +102,7 @@ void commit_pending_kernels(PluginHostContext& context) {
     try {
       Registry::get().add(context.type, desc);
     } catch (const Error& e) {
-      log().warn("kernel {} of the {} plugin not registered: {}", desc.name,
-                 device_type_name(context.type), e.what());
+      log().warn("kernel {} of the {} plugin not registered: {}", desc.name, device_type_name(context.type), e.what());
     }
   }
   context.pending.clear();

@@ -18,8 +18,10 @@ inline std::string json_string(std::string_view s) {
       case '\n': out += "\\n"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", int(c));
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\u{:04x}", int(c));
+        else
+          out += c;
     }
   }
   return out + "\"";

@@ -8,8 +8,7 @@ namespace xhal {
 
 spdlog::logger& log() {
   static std::shared_ptr<spdlog::logger> logger = [] {
-    auto l = std::make_shared<spdlog::logger>(
-        "xhal", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    auto l = std::make_shared<spdlog::logger>("xhal", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     l->set_pattern("[xhal %l] %v");
     l->set_level(spdlog::level::warn);
     // Not env::or_warn, which logs through this logger: a bad level is warned about here, at the

@@ -69,8 +69,7 @@ Op op_from_name(std::string_view name) {
   for (size_t i = 0; i < kOpNames.size(); ++i) {
     if (kOpNames[i] == name) return Op(i);
   }
-  throw Error(Errc::invalid_argument,
-              fmt::format("unknown op '{}'; ops are: {}", name, fmt::join(kOpNames, ", ")));
+  throw Error(Errc::invalid_argument, fmt::format("unknown op '{}'; ops are: {}", name, fmt::join(kOpNames, ", ")));
 }
 
 std::span<const SlotInfo> op_slots(Op op) {

@@ -15,6 +15,7 @@
 
 #include "core/backend_names.hpp"
 #include "core/env.hpp"
+#include "core/env_warnings.hpp"
 #include "core/host_api.hpp"
 #include "core/logging.hpp"
 #include "core/registry.hpp"
@@ -78,9 +79,10 @@ std::string writable_reason(const std::string& path) {
     struct stat st {};
     if (stat(p.c_str(), &st) != 0) continue;
     if (writable_by_others(st)) {
-      return fmt::format("refused: {} is writable by users other than its owner and root (mode {:04o}); a plugin "
-                         "runs code in every process that loads xhal",
-                         p.string(), st.st_mode & 07777);
+      return fmt::format(
+          "refused: {} is writable by users other than its owner and root (mode {:04o}); a plugin "
+          "runs code in every process that loads xhal",
+          p.string(), st.st_mode & 07777);
     }
   }
   return "";
@@ -179,13 +181,14 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
 
   // Checked before dlopen, which runs the library's constructors.
   if (source == PluginSource::search_path && !backend_names::is_valid_name(name)) {
-    return fail(fmt::format("not opened: '{}' is not a backend name ([a-z][a-z0-9_]{{0,31}}); "
-                            "DeviceManager::load_plugin loads a plugin of another file name",
-                            name));
+    return fail(
+        fmt::format("not opened: '{}' is not a backend name ([a-z][a-z0-9_]{{0,31}}); "
+                    "DeviceManager::load_plugin loads a plugin of another file name",
+                    name));
   }
   if (source == PluginSource::search_path && backend_names::canonical(name) != name) {
-    return fail(fmt::format("not opened: '{}' is another name of the {} backend; its plugin is libxhal_{}.so",
-                            name, backend_names::canonical(name), backend_names::canonical(name)));
+    return fail(fmt::format("not opened: '{}' is another name of the {} backend; its plugin is libxhal_{}.so", name,
+                            backend_names::canonical(name), backend_names::canonical(name)));
   }
   if (std::string why = writable_reason(path); !why.empty()) return fail(std::move(why));
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -201,14 +204,16 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
   // The ABI version is asked before init: init's arguments are laid out by that version.
   auto abi_version = reinterpret_cast<xhal_plugin_abi_version_fn>(dlsym(handle, XHAL_PLUGIN_ABI_ENTRY));
   if (abi_version == nullptr) {
-    return fail(fmt::format("a plugin of ABI version 1 (it has no {}); this xhal loads ABI version {} plugins: "
-                            "rebuild it against this xhal's xhal/plugin.h",
-                            XHAL_PLUGIN_ABI_ENTRY, XHAL_PLUGIN_ABI_VERSION));
+    return fail(
+        fmt::format("a plugin of ABI version 1 (it has no {}); this xhal loads ABI version {} plugins: "
+                    "rebuild it against this xhal's xhal/plugin.h",
+                    XHAL_PLUGIN_ABI_ENTRY, XHAL_PLUGIN_ABI_VERSION));
   }
   if (const uint32_t version = abi_version(); version != XHAL_PLUGIN_ABI_VERSION) {
-    return fail(fmt::format("a plugin of ABI version {}; this xhal loads ABI version {} plugins: rebuild it "
-                            "against this xhal's xhal/plugin.h",
-                            version, XHAL_PLUGIN_ABI_VERSION));
+    return fail(
+        fmt::format("a plugin of ABI version {}; this xhal loads ABI version {} plugins: rebuild it "
+                    "against this xhal's xhal/plugin.h",
+                    version, XHAL_PLUGIN_ABI_VERSION));
   }
 
   plugin.context = std::make_unique<PluginHostContext>();
@@ -243,19 +248,21 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
   }
   const std::string backend = plugin.api.backend;
   if (!backend_names::is_valid_name(backend) || backend_names::canonical(backend) != backend) {
-    return fail(fmt::format("names backend '{}', which is not a backend name ([a-z][a-z0-9_]{{0,31}}, not an "
-                            "alias such as nvidia)",
-                            backend));
+    return fail(
+        fmt::format("names backend '{}', which is not a backend name ([a-z][a-z0-9_]{{0,31}}, not an "
+                    "alias such as nvidia)",
+                    backend));
   }
   if (source == PluginSource::search_path && backend != name) {
-    return fail(fmt::format("names backend '{}' but its file is libxhal_{}.so; the search path takes a "
-                            "backend only from the file of its name",
-                            backend, name));
+    return fail(
+        fmt::format("names backend '{}' but its file is libxhal_{}.so; the search path takes a "
+                    "backend only from the file of its name",
+                    backend, name));
   }
   const auto type = backend_names::register_name(backend);
   if (!type) {
-    return fail(fmt::format("backend '{}' cannot be added: this process already has {} backends", backend,
-                            kMaxBackends));
+    return fail(
+        fmt::format("backend '{}' cannot be added: this process already has {} backends", backend, kMaxBackends));
   }
   plugin.type = *type;
   plugin.info.name = backend;

@@ -7,21 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "core/host_api.hpp"
 #include "xhal/device.hpp"
 #include "xhal/device_manager.hpp"
 #include "xhal/plugin.h"
 
 namespace xhal {
-
-// Per plugin state the host API callbacks reach through their ctx pointer. Kernels registered
-// during init are held back until init succeeds, so a failing plugin leaves nothing behind.
-struct PluginHostContext {
-  DeviceType type = DeviceType::cpu;
-  bool committed = false;
-  std::vector<xhal_kernel_desc> pending;
-  std::vector<std::string> pending_names;
-  xhal_host_api host{};
-};
 
 struct LoadedPlugin {
   BackendInfo info;
@@ -45,7 +36,7 @@ std::string writable_reason(const std::string& path);
 
 enum class PluginSource {
   search_path,  // found in the search path: opened only when <name> is a backend name, which the
-                // plugin must then register
+  // plugin must then register
   explicit_path,  // named by DeviceManager::load_plugin
 };
 // Opens and initialises one plugin; kernels are committed to the registry only on success. A file

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/env.hpp"
+#include "core/env_warnings.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {
@@ -30,13 +31,14 @@ Registry::Registry() {
   for (int op = 0; op < kNumOps; ++op) names.push_back(op_name(Op(op)));
   for (const auto& name : env::list(env::Var::force_reference)) {
     const auto op = std::find(names.begin(), names.end(), name);
-    if (op == names.end()) unknown.push_back(name);
-    else ops.push_back(Op(op - names.begin()));
+    if (op == names.end())
+      unknown.push_back(name);
+    else
+      ops.push_back(Op(op - names.begin()));
   }
   if (!unknown.empty()) {
-    env::warn_bad_value(env::Var::force_reference,
-                        fmt::format("XHAL_FORCE_REFERENCE names no op '{}'; ops are: {}", fmt::join(unknown, "', '"),
-                                    fmt::join(names, ", ")));
+    env::warn_bad_value(env::Var::force_reference, fmt::format("XHAL_FORCE_REFERENCE names no op '{}'; ops are: {}",
+                                                               fmt::join(unknown, "', '"), fmt::join(names, ", ")));
   }
   set_force_reference(ops);
   set_disabled_kernels(env::list(env::Var::disable_kernels));
@@ -80,8 +82,7 @@ std::vector<registry::KernelInfo> Registry::list() const {
       const auto& d = impl->desc;
       size_t index = &list - table_.data();
       auto backend = DeviceType(index / kNumDTypes % kMaxBackends);
-      out.push_back({Op(d.op), backend, DType(d.dtype), impl->name, d.priority,
-                     d.is_reference != 0, d.rtol, d.atol});
+      out.push_back({Op(d.op), backend, DType(d.dtype), impl->name, d.priority, d.is_reference != 0, d.rtol, d.atol});
     }
   }
   return out;
@@ -158,13 +159,13 @@ registry::Explanation Registry::explain_choice(DeviceType backend, const xhal_op
     }
     const std::string_view name = device_type_name(backend);
     ex.error = dtypes.empty()
-                   ? fmt::format("xhal::ops::{}: unsupported on {}: it has no {} kernel; its ops: [{}]",
-                                 op_name(op), name, op_name(op), fmt::join(ops, ", "))
-                   : fmt::format("xhal::ops::{}: unsupported on {}: no kernel supports this call with dtype "
-                                 "{}{}; {} has {} kernels for dtypes [{}]",
-                                 op_name(op), name, dtype_name(DType(call.dtype)),
-                                 tried.empty() ? "" : ": tried" + tried.substr(1), name, op_name(op),
-                                 fmt::join(dtypes, ", "));
+                   ? fmt::format("xhal::ops::{}: unsupported on {}: it has no {} kernel; its ops: [{}]", op_name(op),
+                                 name, op_name(op), fmt::join(ops, ", "))
+                   : fmt::format(
+                         "xhal::ops::{}: unsupported on {}: no kernel supports this call with dtype "
+                         "{}{}; {} has {} kernels for dtypes [{}]",
+                         op_name(op), name, dtype_name(DType(call.dtype)),
+                         tried.empty() ? "" : ": tried" + tried.substr(1), name, op_name(op), fmt::join(dtypes, ", "));
   }
   return ex;
 }
@@ -205,9 +206,9 @@ void Registry::run_reference(DeviceType backend, const xhal_op_call& call, Ran* 
     }
   }
   if (kernel == nullptr) {
-    throw Error(Errc::unsupported, fmt::format("xhal::ops::{}: {} has no reference kernel for dtype {}",
-                                               op_name(Op(call.op)), device_type_name(backend),
-                                               dtype_name(DType(call.dtype))));
+    throw Error(Errc::unsupported,
+                fmt::format("xhal::ops::{}: {} has no reference kernel for dtype {}", op_name(Op(call.op)),
+                            device_type_name(backend), dtype_name(DType(call.dtype))));
   }
   run_kernel(kernel->desc, call, ran);
 }
@@ -236,19 +237,20 @@ void Registry::run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& ca
                                      "undefined; its inputs are unchanged unless it updates them "
                                      "in place)",
                                      op_name(Op(call.op)), kernel.name,
-                                     !thrown.empty() ? thrown.c_str() : message[0] ? message : "no message"));
+                                     !thrown.empty() ? thrown.c_str()
+                                     : message[0]    ? message
+                                                     : "no message"));
   }
 }
 
 namespace registry {
 
 std::string Explanation::str() const {
-  std::string out = fmt::format("{} on {} ({}):", op_name(op), device_type_name(backend),
-                                dtype_name(dtype));
+  std::string out = fmt::format("{} on {} ({}):", op_name(op), device_type_name(backend), dtype_name(dtype));
   if (candidates.empty()) out += " no kernels registered";
   for (const auto& c : candidates) {
-    out += fmt::format("\n  {} {} (priority {}){}{}", c.taken ? "[taken]  " : "[refused]", c.kernel,
-                       c.priority, c.reason.empty() ? "" : ": ", c.reason);
+    out += fmt::format("\n  {} {} (priority {}){}{}", c.taken ? "[taken]  " : "[refused]", c.kernel, c.priority,
+                       c.reason.empty() ? "" : ": ", c.reason);
   }
   if (!error.empty()) out += "\n  error: " + error;
   return out;
@@ -273,15 +275,11 @@ Explanation explain(const std::function<void()>& call) {
   return ex;
 }
 
-int64_t register_kernel(DeviceType backend, const xhal_kernel_desc& desc) {
-  return Registry::get().add(backend, desc);
-}
+int64_t register_kernel(DeviceType backend, const xhal_kernel_desc& desc) { return Registry::get().add(backend, desc); }
 void unregister_kernel(int64_t handle) { Registry::get().remove(handle); }
 void set_strict(bool strict) { Registry::get().set_strict(strict); }
 void set_force_reference(const std::vector<Op>& ops) { Registry::get().set_force_reference(ops); }
-void set_disabled_kernels(const std::vector<std::string>& names) {
-  Registry::get().set_disabled_kernels(names);
-}
+void set_disabled_kernels(const std::vector<std::string>& names) { Registry::get().set_disabled_kernels(names); }
 
 }  // namespace registry
 }  // namespace xhal

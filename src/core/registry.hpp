@@ -54,8 +54,7 @@ class Registry {
   static size_t slot(Op op, DeviceType backend, DType dtype);
   // Why `impl` is refused for `call`, or nullptr when it may run; `refused_better` records that a
   // higher-priority kernel refused (which XHAL_STRICT turns into a refusal of the rest).
-  const char* refusal(const Impl& impl, const xhal_op_call& call, bool reference_only,
-                      bool* refused_better) const;
+  const char* refusal(const Impl& impl, const xhal_op_call& call, bool reference_only, bool* refused_better) const;
   std::shared_ptr<const Impl> pick(DeviceType backend, const xhal_op_call& call) const;
   registry::Explanation explain_choice(DeviceType backend, const xhal_op_call& call) const;
   static void run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& call, Ran* ran);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/env.hpp"
+#include "core/env_warnings.hpp"
 #include "core/host_api.hpp"
 #include "core/logging.hpp"
 #include "xhal/error.hpp"
@@ -72,8 +73,8 @@ BackendInfo Runtime::load(const std::string& path, PluginSource source) {
   LoadedPlugin plugin = load_plugin_file(path, source);
   if (const BackendState* existing = backend(plugin.type); plugin.info.loaded && existing != nullptr) {
     plugin.info.loaded = false;
-    plugin.info.reason = fmt::format("backend {} is already provided by {}", plugin.info.name,
-                                     existing->plugin.info.path);
+    plugin.info.reason =
+        fmt::format("backend {} is already provided by {}", plugin.info.name, existing->plugin.info.path);
   }
   if (plugin.info.loaded) {
     auto state = std::make_unique<BackendState>();
@@ -87,15 +88,16 @@ BackendInfo Runtime::load(const std::string& path, PluginSource source) {
     plugin.info.reason = count > 0 ? "" : (reason[0] ? reason : "no devices");
     for (int i = 0; i < count; ++i) {
       state->properties.push_back(query_properties(plugin, i));
-      state->allocators.push_back(std::make_unique<CachingAllocator>(
-          Device{plugin.type, i}, state->plugin.api, allocator_config_));
+      state->allocators.push_back(
+          std::make_unique<CachingAllocator>(Device{plugin.type, i}, state->plugin.api, allocator_config_));
     }
     plugin.info.device_count = count;
+    plugin.context->allocators = &state->allocators;
     commit_pending_kernels(*plugin.context);
     state->plugin = std::move(plugin);
     add_record(state->plugin.info);
-    log().info("plugin {} ({}) loaded from {}: {} device(s)", state->plugin.info.name,
-               state->plugin.info.version, path, count);
+    log().info("plugin {} ({}) loaded from {}: {} device(s)", state->plugin.info.name, state->plugin.info.version, path,
+               count);
     backends_[size_t(state->plugin.type)].store(state.get(), std::memory_order_release);
     owned_.push_back(std::move(state));
     return owned_.back()->plugin.info;
@@ -135,16 +137,14 @@ const BackendState& Runtime::require(Device device) const {
   }
   if (device.index < 0 || device.index >= int(state->properties.size())) {
     throw Error(Errc::backend_unavailable,
-                fmt::format("device {}: the {} backend has {} device(s){}", device.str(),
-                            device_type_name(device.type), state->properties.size(),
+                fmt::format("device {}: the {} backend has {} device(s){}", device.str(), device_type_name(device.type),
+                            state->properties.size(),
                             state->plugin.info.reason.empty() ? "" : ": " + state->plugin.info.reason));
   }
   return *state;
 }
 
-CachingAllocator& Runtime::allocator(Device device) const {
-  return *require(device).allocators[size_t(device.index)];
-}
+CachingAllocator& Runtime::allocator(Device device) const { return *require(device).allocators[size_t(device.index)]; }
 
 void Runtime::add_record(const BackendInfo& info) {
   std::lock_guard lock(records_mutex_);

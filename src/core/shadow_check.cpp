@@ -115,12 +115,36 @@ struct HostTensor {
   double value(int64_t offset) const {
     const std::byte* p = bytes.data() + size_t(offset) * dtype_size(device_view.dtype());
     switch (device_view.dtype()) {
-      case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
-      case DType::f16: { uint16_t v; std::memcpy(&v, p, 2); return f16_to_float(v); }
-      case DType::bf16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
-      case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-      case DType::i64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
-      case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
+      case DType::f32: {
+        float v;
+        std::memcpy(&v, p, 4);
+        return v;
+      }
+      case DType::f16: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return f16_to_float(v);
+      }
+      case DType::bf16: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return bf16_to_float(v);
+      }
+      case DType::i32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return v;
+      }
+      case DType::i64: {
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        return double(v);
+      }
+      case DType::f64: {
+        double v;
+        std::memcpy(&v, p, 8);
+        return v;
+      }
     }
     return 0;
   }
@@ -139,7 +163,7 @@ void compare_output(std::string_view name, const HostTensor& got, const HostTens
     const double g = got.value(offset), e = expected.value(offset);
     // Equal values (infinities of one sign included) and two NaNs agree; one NaN does not.
     const bool agree_exactly = g == e || (std::isnan(g) && std::isnan(e));
-    const double abs_error = agree_exactly ? 0.0
+    const double abs_error = agree_exactly                    ? 0.0
                              : std::isnan(g) || std::isnan(e) ? std::numeric_limits<double>::infinity()
                                                               : std::abs(g - e);
     if (abs_error > report.max_abs_error) {
@@ -148,9 +172,10 @@ void compare_output(std::string_view name, const HostTensor& got, const HostTens
     }
     if (e != 0 && std::isfinite(e)) report.max_rel_error = std::max(report.max_rel_error, abs_error / std::abs(e));
     const double allowance = report.atol + report.rtol * (std::isfinite(e) ? std::abs(e) : 0.0);
-    report.max_allowance_used = std::max(report.max_allowance_used,
-                                         abs_error == 0 ? 0.0 : allowance > 0 ? abs_error / allowance
-                                                                               : std::numeric_limits<double>::infinity());
+    report.max_allowance_used =
+        std::max(report.max_allowance_used, abs_error == 0  ? 0.0
+                                            : allowance > 0 ? abs_error / allowance
+                                                            : std::numeric_limits<double>::infinity());
     if (!(abs_error <= allowance)) {
       if (report.bad_elements++ == 0) {
         report.first_bad_output = name;
@@ -169,11 +194,15 @@ void compare_output(std::string_view name, const HostTensor& got, const HostTens
 }  // namespace
 
 void read_check_env() {
-  const CheckMode mode = env::choice(env::Var::check, {{"off", CheckMode::off}, {"cpu", CheckMode::cpu}}, CheckMode::off);
-  const CheckAction action =
-      env::choice(env::Var::check_action, {{"log", CheckAction::log}, {"throw", CheckAction::raise}}, CheckAction::log);
-  g_action.store(action);
-  instrumentation::set(instrumentation::kCheck, mode != CheckMode::off);
+  static std::once_flag once;
+  std::call_once(once, [] {  // an exception (a bad value) leaves it unread, to throw again
+    const CheckMode mode =
+        env::choice(env::Var::check, {{"off", CheckMode::off}, {"cpu", CheckMode::cpu}}, CheckMode::off);
+    const CheckAction action = env::choice(
+        env::Var::check_action, {{"log", CheckAction::log}, {"throw", CheckAction::raise}}, CheckAction::log);
+    g_action.store(action);
+    instrumentation::set(instrumentation::kCheck, mode != CheckMode::off);
+  });
 }
 
 void run_checked(const xhal_op_call& call, Device device, const std::function<void(Registry::Ran*)>& dispatch) {
@@ -232,32 +261,34 @@ void run_checked(const xhal_op_call& call, Device device, const std::function<vo
 }
 
 std::string CheckReport::str() const {
-  std::string s = fmt::format("{} on {} ({}), kernel {} vs {}: {}; max abs error {:.3g}, max rel error {:.3g}, "
-                              "{:.2f} of the allowance used",
-                              op_name(op), device.str(), dtype_name(dtype), kernel, reference_kernel, shapes,
-                              max_abs_error, max_rel_error, max_allowance_used);
+  std::string s = fmt::format(
+      "{} on {} ({}), kernel {} vs {}: {}; max abs error {:.3g}, max rel error {:.3g}, "
+      "{:.2f} of the allowance used",
+      op_name(op), device.str(), dtype_name(dtype), kernel, reference_kernel, shapes, max_abs_error, max_rel_error,
+      max_allowance_used);
   if (!output.empty()) s += fmt::format(" (in {})", output);
   if (passed()) return s + fmt::format("; within atol {:.3g} + rtol {:.3g}", atol, rtol);
-  return s + fmt::format("; DIVERGES: {} elements beyond atol {:.3g} + rtol {:.3g}, first {}[{}] (flat index {}): "
-                         "got {:.7g}, reference {:.7g}",
-                         bad_elements, atol, rtol, first_bad_output, fmt::join(first_bad_coords, ","),
-                         first_bad_index, first_bad_got, first_bad_expected);
+  return s + fmt::format(
+                 "; DIVERGES: {} elements beyond atol {:.3g} + rtol {:.3g}, first {}[{}] (flat index {}): "
+                 "got {:.7g}, reference {:.7g}",
+                 bad_elements, atol, rtol, first_bad_output, fmt::join(first_bad_coords, ","), first_bad_index,
+                 first_bad_got, first_bad_expected);
 }
 
 void set_check_mode(CheckMode mode) {
-  instrumentation::ensure_env_read();
+  read_check_env();
   instrumentation::set(instrumentation::kCheck, mode != CheckMode::off);
 }
 CheckMode check_mode() {
-  instrumentation::ensure_env_read();
+  read_check_env();
   return instrumentation::g_flags.load() & instrumentation::kCheck ? CheckMode::cpu : CheckMode::off;
 }
 void set_check_action(CheckAction action) {
-  instrumentation::ensure_env_read();
+  read_check_env();
   g_action.store(action);
 }
 CheckAction check_action() {
-  instrumentation::ensure_env_read();
+  read_check_env();
   return g_action.load();
 }
 

@@ -11,8 +11,9 @@
 
 namespace xhal {
 
-// Applies XHAL_CHECK and XHAL_CHECK_ACTION (once, from instrumentation::ensure_env_read); an unknown
-// value throws Error(invalid_argument) naming the accepted ones.
+// Applies XHAL_CHECK and XHAL_CHECK_ACTION, once: the first op call and the public setters call it
+// first, so a later first op call cannot undo a setter's choice. An unknown value throws
+// Error(invalid_argument) naming the accepted ones (and is read again next time).
 void read_check_env();
 
 // Snapshots `call`'s tensors to the host, runs `dispatch` (the op on `device`), then the CPU

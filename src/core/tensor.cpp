@@ -11,8 +11,7 @@
 
 namespace xhal {
 
-Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device device,
-                     const Stream* stream) {
+Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device device, const Stream* stream) {
   Tensor t;
   t.view_ = TensorView(nullptr, dtype, shape, device);
   CachingAllocator& allocator = Runtime::get().allocator(device);
@@ -23,8 +22,7 @@ Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device devi
   return t;
 }
 
-Tensor Tensor::from_host(const void* host, const std::vector<int64_t>& shape, DType dtype,
-                         Device device) {
+Tensor Tensor::from_host(const void* host, const std::vector<int64_t>& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
   t.copy_from_host(host);
   return t;
@@ -48,11 +46,10 @@ Tensor Tensor::to(Device device) const {
 }
 
 void copy(const TensorView& dst, const TensorView& src) {
-  if (dst.dtype() != src.dtype() || !std::equal(dst.shape().begin(), dst.shape().end(),
-                                                src.shape().begin(), src.shape().end())) {
-    throw Error(Errc::invalid_argument,
-                fmt::format("xhal::copy: dst and src differ in dtype or shape ({} vs {})",
-                            dtype_name(dst.dtype()), dtype_name(src.dtype())));
+  if (dst.dtype() != src.dtype() ||
+      !std::equal(dst.shape().begin(), dst.shape().end(), src.shape().begin(), src.shape().end())) {
+    throw Error(Errc::invalid_argument, fmt::format("xhal::copy: dst and src differ in dtype or shape ({} vs {})",
+                                                    dtype_name(dst.dtype()), dtype_name(src.dtype())));
   }
   if (!dst.is_contiguous() || !src.is_contiguous()) {
     throw Error(Errc::invalid_argument, "xhal::copy: both views must be contiguous");
@@ -61,15 +58,17 @@ void copy(const TensorView& dst, const TensorView& src) {
   if (bytes == 0) return;
   for (const auto& [name, view] : {std::pair{"dst", &dst}, std::pair{"src", &src}}) {
     if (view->data() == nullptr) {
-      throw Error(Errc::invalid_argument,
-                  fmt::format("xhal::copy: argument '{}': expected data for {} bytes, got a null pointer", name, bytes));
+      throw Error(
+          Errc::invalid_argument,
+          fmt::format("xhal::copy: argument '{}': expected data for {} bytes, got a null pointer", name, bytes));
     }
   }
   const bool dst_host = dst.device().type == DeviceType::cpu;
   const bool src_host = src.device().type == DeviceType::cpu;
   if (dst_host && src_host) {  // the cpu plugin's copy, which spreads large copies over its threads
     const auto& api = Runtime::get().api(Device::cpu());
-    plugin_call<&xhal_plugin_api::mem_copy>(api, "memcpy", 0, dst.data(), src.data(), bytes, XHAL_COPY_DEVICE_TO_DEVICE, nullptr);
+    plugin_call<&xhal_plugin_api::mem_copy>(api, "memcpy", 0, dst.data(), src.data(), bytes, XHAL_COPY_DEVICE_TO_DEVICE,
+                                            nullptr);
     return;
   }
   if (!dst_host && !src_host && !(dst.device() == src.device())) {
@@ -82,7 +81,7 @@ void copy(const TensorView& dst, const TensorView& src) {
   }
   const Device device = dst_host ? src.device() : dst.device();
   const auto& api = Runtime::get().api(device);
-  const xhal_copy_kind kind = dst_host ? XHAL_COPY_DEVICE_TO_HOST
+  const xhal_copy_kind kind = dst_host   ? XHAL_COPY_DEVICE_TO_HOST
                               : src_host ? XHAL_COPY_HOST_TO_DEVICE
                                          : XHAL_COPY_DEVICE_TO_DEVICE;
   plugin_call<&xhal_plugin_api::mem_copy>(api, "memcpy", device.index, dst.data(), src.data(), bytes, kind, nullptr);

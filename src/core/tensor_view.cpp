@@ -46,8 +46,7 @@ void TensorView::set_shape(const std::vector<int64_t>& shape) {
   int64_t bytes = int64_t(dtype_size(dtype_));
   for (int i = 0; i < ndim_; ++i) {
     if (shape[i] < 0) {
-      throw Error(Errc::invalid_argument,
-                  fmt::format("TensorView: dimension {} has negative size {}", i, shape[i]));
+      throw Error(Errc::invalid_argument, fmt::format("TensorView: dimension {} has negative size {}", i, shape[i]));
     }
     shape_[i] = shape[i];
   }
@@ -57,9 +56,8 @@ void TensorView::set_shape(const std::vector<int64_t>& shape) {
     if (__builtin_mul_overflow(bytes, shape_[i], &bytes)) {
       const bool empty = std::find(shape.begin(), shape.end(), int64_t(0)) != shape.end();
       if (empty) break;
-      throw Error(Errc::invalid_argument,
-                  fmt::format("TensorView: shape [{}] of {} holds more than 2^63 - 1 bytes", fmt::join(shape, ", "),
-                              dtype_name(dtype_)));
+      throw Error(Errc::invalid_argument, fmt::format("TensorView: shape [{}] of {} holds more than 2^63 - 1 bytes",
+                                                      fmt::join(shape, ", "), dtype_name(dtype_)));
     }
   }
 }
@@ -72,14 +70,13 @@ TensorView::TensorView(void* data, DType dtype, const std::vector<int64_t>& shap
     strides_[i] = stride;
     if (__builtin_mul_overflow(stride, std::max<int64_t>(shape_[i], 1), &stride)) {
       throw Error(Errc::invalid_argument,
-                  fmt::format("TensorView: contiguous strides of shape [{}] overflow 64 bits",
-                              fmt::join(shape, ", ")));
+                  fmt::format("TensorView: contiguous strides of shape [{}] overflow 64 bits", fmt::join(shape, ", ")));
     }
   }
 }
 
-TensorView::TensorView(void* data, DType dtype, const std::vector<int64_t>& shape,
-                       const std::vector<int64_t>& strides, Device device)
+TensorView::TensorView(void* data, DType dtype, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                       Device device)
     : data_(data), dtype_(dtype), device_(device) {
   set_shape(shape);
   if (strides.size() != shape.size()) {
@@ -97,18 +94,16 @@ TensorView TensorView::from_dlpack(const DLTensor& t) {
   std::memcpy(&raw_type, &t.device.device_type, sizeof raw_type);
   auto type = device_type_from_dlpack(raw_type);
   if (!type) {
-    throw Error(Errc::invalid_argument,
-                fmt::format("TensorView::from_dlpack: DLPack device type {} is not supported; "
-                            "expected CPU, CUDA, ROCM or OneAPI",
-                            raw_type));
+    throw Error(Errc::invalid_argument, fmt::format("TensorView::from_dlpack: DLPack device type {} is not supported; "
+                                                    "expected CPU, CUDA, ROCM or OneAPI",
+                                                    raw_type));
   }
   if (t.ndim < 0 || t.ndim > kMaxRank) {
     throw Error(Errc::invalid_argument,
                 fmt::format("TensorView::from_dlpack: ndim {} is outside 0..{}", t.ndim, kMaxRank));
   }
   if (t.ndim > 0 && t.shape == nullptr) {
-    throw Error(Errc::invalid_argument,
-                fmt::format("TensorView::from_dlpack: ndim is {} but shape is NULL", t.ndim));
+    throw Error(Errc::invalid_argument, fmt::format("TensorView::from_dlpack: ndim is {} but shape is NULL", t.ndim));
   }
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
   // The offset is added only to a real pointer, and must not wrap the address space.
@@ -163,8 +158,7 @@ TensorView TensorView::transpose(int dim0, int dim1) const {
   dim1 = wrap(dim1);
   if (dim0 < 0 || dim0 >= ndim_ || dim1 < 0 || dim1 >= ndim_) {
     throw Error(Errc::invalid_argument,
-                fmt::format("TensorView::transpose: dims ({}, {}) out of range for rank {}", dim0,
-                            dim1, ndim_));
+                fmt::format("TensorView::transpose: dims ({}, {}) out of range for rank {}", dim0, dim1, ndim_));
   }
   TensorView out = *this;
   std::swap(out.shape_[dim0], out.shape_[dim1]);

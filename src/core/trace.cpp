@@ -85,7 +85,8 @@ void resolve_pending(TraceFile& t, bool wait) {
     if (ready == XHAL_NOT_READY) break;  // later calls on the same stream are not done either
     const auto device_us = ready == XHAL_OK ? p.timing.elapsed_us() : std::nullopt;
     if (t.file != nullptr &&
-        !write_event(t, device_us ? fmt::format("{},\"device_time_us\":{:.3f}}}}}", p.head, *device_us) : p.head + "}}")) {
+        !write_event(t,
+                     device_us ? fmt::format("{},\"device_time_us\":{:.3f}}}}}", p.head, *device_us) : p.head + "}}")) {
       abandon_trace(t, errno);
       return;
     }
@@ -177,16 +178,16 @@ std::optional<double> DeviceTiming::elapsed_us() const {
   return double(ms) * 1e3;
 }
 
-void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns,
-               int64_t end_ns, DeviceTiming timing) {
+void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns, int64_t end_ns,
+               DeviceTiming timing) {
   // Formatted before taking the file's lock, which only orders the writes.
-  std::string head = fmt::format(
-      R"({{"name":{},"cat":"op","ph":"X","ts":{:.3f},"dur":{:.3f},"pid":{},"tid":{},)"
-      R"("args":{{"kernel":{},"backend":{},"device":{},"stream":"{}","dtype":{},"shapes":{},"bytes":{})",
-      json_string(op_name(Op(call.op))), double(start_ns) / 1e3, double(end_ns - start_ns) / 1e3, getpid(),
-      thread_number(), json_string(ran.kernel), json_string(device_type_name(device.type)), json_string(device.str()),
-      fmt::ptr(call.stream), json_string(dtype_name(DType(call.dtype))), json_string(describe_shapes(call)),
-      bytes_moved(call));
+  std::string head =
+      fmt::format(R"({{"name":{},"cat":"op","ph":"X","ts":{:.3f},"dur":{:.3f},"pid":{},"tid":{},)"
+                  R"("args":{{"kernel":{},"backend":{},"device":{},"stream":"{}","dtype":{},"shapes":{},"bytes":{})",
+                  json_string(op_name(Op(call.op))), double(start_ns) / 1e3, double(end_ns - start_ns) / 1e3, getpid(),
+                  thread_number(), json_string(ran.kernel), json_string(device_type_name(device.type)),
+                  json_string(device.str()), fmt::ptr(call.stream), json_string(dtype_name(DType(call.dtype))),
+                  json_string(describe_shapes(call)), bytes_moved(call));
   TraceFile& t = trace_file();
   std::lock_guard lock(t.mutex);
   if (t.file != nullptr && timing.timed()) {
@@ -200,8 +201,21 @@ void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran
 }  // namespace trace
 
 void start_trace(const std::string& path) {
-  instrumentation::ensure_env_read();
+  trace::read_trace_env();
   trace::open_trace(path);
+}
+
+void trace::read_trace_env() {
+  static std::once_flag once;
+  std::call_once(once, [] {  // an exception (a file it cannot create) leaves it unread, to throw again
+    if (const auto trace_path = path_from_env()) {
+      try {
+        open_trace(*trace_path);
+      } catch (const Error& e) {
+        throw Error(e.code(), fmt::format("XHAL_TRACE={}: {}", *trace_path, e.what()));
+      }
+    }
+  });
 }
 
 void trace::open_trace(const std::string& path) {
@@ -211,13 +225,15 @@ void trace::open_trace(const std::string& path) {
     std::lock_guard lock(t.mutex);
     t.file = std::fopen(path.c_str(), "w");
     if (t.file == nullptr) {
-      throw Error(Errc::invalid_argument, fmt::format("xhal trace: cannot create '{}': {}", path, std::strerror(errno)));
+      throw Error(Errc::invalid_argument,
+                  fmt::format("xhal trace: cannot create '{}': {}", path, std::strerror(errno)));
     }
     t.first_event = true;
     t.path = path;
     std::fputs("[\n", t.file);
-    if (!write_event(t, fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"xhal ops (host time)"}}}})j",
-                                    getpid()))) {
+    if (!write_event(
+            t, fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"xhal ops (host time)"}}}})j",
+                           getpid()))) {
       const int error = errno;
       std::fclose(t.file);
       t.file = nullptr;

@@ -17,6 +17,9 @@ std::optional<std::string> path_from_env();
 
 // Opens a trace at `path` without reading the environment (start_trace() reads it first).
 void open_trace(const std::string& path);
+// Opens XHAL_TRACE's file, once: the first op call and start_trace call it first, so a later first
+// op call cannot replace the file start_trace chose.
+void read_trace_env();
 
 // Host nanoseconds on the trace's clock.
 int64_t now_ns();
@@ -51,7 +54,7 @@ class DeviceTiming {
 // Appends the event of one call that ran `ran` from start_ns to end_ns (nothing if no trace is
 // open). With device timing, the event is written once its end event has completed (checked at
 // each later call, and waited for by stop_trace) with args.device_time_us.
-void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns,
-               int64_t end_ns, DeviceTiming timing);
+void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran, int64_t start_ns, int64_t end_ns,
+               DeviceTiming timing);
 
 }  // namespace xhal::trace

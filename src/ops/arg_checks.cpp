@@ -10,15 +10,12 @@
 
 namespace xhal::ops {
 
-std::string shape_str(const TensorView& t) { return fmt::format("[{}]", fmt::join(t.shape(), ", ")); }
-
 void ArgChecks::fail(std::string_view arg, std::string_view expected, std::string_view got) const {
-  throw Error(Errc::invalid_argument, fmt::format("xhal::ops::{}: argument '{}': expected {}, got {}",
-                                                  op_name(op_), arg, expected, got));
+  throw Error(Errc::invalid_argument,
+              fmt::format("xhal::ops::{}: argument '{}': expected {}, got {}", op_name(op_), arg, expected, got));
 }
 
-void ArgChecks::tensor(std::string_view arg, const TensorView& t, int rank,
-                       bool inner_contiguous) const {
+void ArgChecks::tensor(std::string_view arg, const TensorView& t, int rank, bool inner_contiguous) const {
   if (t.ndim() != rank) {
     fail(arg, fmt::format("rank {}", rank), fmt::format("rank {} with shape {}", t.ndim(), shape_str(t)));
   }
@@ -32,10 +29,9 @@ void ArgChecks::tensor(std::string_view arg, const TensorView& t, int rank,
     int64_t span = 0;
     const int64_t stride = t.stride(d);
     if (__builtin_mul_overflow(numel, t.size(d), &numel) ||
-        (t.size(d) > 1 &&
-         (stride == std::numeric_limits<int64_t>::min() ||  // no magnitude in int64
-          __builtin_mul_overflow(t.size(d) - 1, std::abs(stride), &span) ||
-          __builtin_add_overflow(extent, span, &extent)))) {
+        (t.size(d) > 1 && (stride == std::numeric_limits<int64_t>::min() ||  // no magnitude in int64
+                           __builtin_mul_overflow(t.size(d) - 1, std::abs(stride), &span) ||
+                           __builtin_add_overflow(extent, span, &extent)))) {
       too_large();
     }
   }
@@ -62,15 +58,13 @@ void ArgChecks::float_dtype(std::string_view arg, const TensorView& t) const {
   dtype_in(arg, t, {DType::f32, DType::f16, DType::bf16});
 }
 
-void ArgChecks::dtype(std::string_view arg, const TensorView& t, DType expected,
-                      std::string_view why) const {
+void ArgChecks::dtype(std::string_view arg, const TensorView& t, DType expected, std::string_view why) const {
   if (t.dtype() != expected) {
     fail(arg, fmt::format("dtype {}{}", dtype_name(expected), why), dtype_name(t.dtype()));
   }
 }
 
-void ArgChecks::dtype_in(std::string_view arg, const TensorView& t,
-                         std::initializer_list<DType> allowed) const {
+void ArgChecks::dtype_in(std::string_view arg, const TensorView& t, std::initializer_list<DType> allowed) const {
   for (DType d : allowed) {
     if (t.dtype() == d) return;
   }
@@ -106,8 +100,8 @@ void ArgChecks::apart(std::string_view arg, const TensorView& t,
   for (const auto& [name, other] : others) {
     if (other != nullptr && may_overlap(t, *other)) {
       fail(arg, fmt::format("memory apart from '{}'", name),
-           fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), name,
-                       other->nbytes(), other->data()));
+           fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), name, other->nbytes(),
+                       other->data()));
     }
   }
 }

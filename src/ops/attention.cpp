@@ -46,9 +46,8 @@ void attention(const TensorView& q, const TensorView& k, const TensorView& v, co
   call.run();
 }
 
-void attention_varlen(const TensorView& q, const TensorView& k, const TensorView& v,
-                      const TensorView& cu_seqlens_q, const TensorView& cu_seqlens_k,
-                      int64_t max_seqlen_q, int64_t max_seqlen_k, const TensorView& out,
+void attention_varlen(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& cu_seqlens_q,
+                      const TensorView& cu_seqlens_k, int64_t max_seqlen_q, int64_t max_seqlen_k, const TensorView& out,
                       const AttentionParams& params, const TensorView* lse, const Stream* stream) {
   const ArgChecks check(Op::attention_varlen);
   check.tensor("q", q, 3);
@@ -67,8 +66,8 @@ void attention_varlen(const TensorView& q, const TensorView& k, const TensorView
   if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", fmt::format("{}", max_seqlen_q));
   if (max_seqlen_k < 0) check.fail("max_seqlen_k", ">= 0", fmt::format("{}", max_seqlen_k));
   const Device device = out.device();
-  for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_seqlens_q},
-                         {"cu_seqlens_k", &cu_seqlens_k}}) {
+  for (auto [name, t] :
+       {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_seqlens_q}, {"cu_seqlens_k", &cu_seqlens_k}}) {
     check.same_device(name, *t, device, "out");
   }
   if (lse != nullptr) {
@@ -79,7 +78,11 @@ void attention_varlen(const TensorView& q, const TensorView& k, const TensorView
     check.same_device("lse", *lse, device, "out");
   }
   check.apart("out", out,
-              {{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_seqlens_q}, {"cu_seqlens_k", &cu_seqlens_k},
+              {{"q", &q},
+               {"k", &k},
+               {"v", &v},
+               {"cu_seqlens_q", &cu_seqlens_q},
+               {"cu_seqlens_k", &cu_seqlens_k},
                {"lse", lse}});
   if (lse != nullptr) {
     check.apart("lse", *lse,

@@ -6,8 +6,8 @@
 
 namespace xhal::ops {
 
-void check_key_value(const ArgChecks& check, const char* k_name, const TensorView& k,
-                     const char* v_name, const TensorView& v, int rank, const TensorView& q) {
+void check_key_value(const ArgChecks& check, const char* k_name, const TensorView& k, const char* v_name,
+                     const TensorView& v, int rank, const TensorView& q) {
   check.tensor(k_name, k, rank);
   check.dtype(k_name, k, q.dtype(), " (same as q)");
   check.dim(k_name, k, rank - 1, q.size(-1), "head dim of q");
@@ -16,8 +16,7 @@ void check_key_value(const ArgChecks& check, const char* k_name, const TensorVie
   for (int d = 0; d + 1 < rank; ++d) check.dim(v_name, v, d, k.size(d), k_name);
 }
 
-void check_attention_out(const ArgChecks& check, const TensorView& out, const TensorView& q,
-                         int64_t value_dim) {
+void check_attention_out(const ArgChecks& check, const TensorView& out, const TensorView& q, int64_t value_dim) {
   check.tensor("out", out, q.ndim());
   check.dtype("out", out, q.dtype(), " (same as q)");
   for (int d = 0; d + 1 < q.ndim(); ++d) check.dim("out", out, d, q.size(d), "q");
@@ -31,8 +30,7 @@ void check_head_ratio(const ArgChecks& check, int64_t Hq, int64_t Hkv) {
   }
 }
 
-xhal_attention_op_params attention_op_params(const ArgChecks& check, const AttentionParams& params,
-                                             int64_t head_dim) {
+xhal_attention_op_params attention_op_params(const ArgChecks& check, const AttentionParams& params, int64_t head_dim) {
   if (!std::isfinite(params.scale)) {
     check.fail("params.scale", "a finite number (0 = 1/sqrt(head dim))", fmt::format("{}", params.scale));
   }

@@ -8,15 +8,13 @@
 namespace xhal::ops {
 
 // k has `rank` dims, q's dtype and head dim `head_dim` last; v matches k in every dim but the last.
-void check_key_value(const ArgChecks& check, const char* k_name, const TensorView& k,
-                     const char* v_name, const TensorView& v, int rank, const TensorView& q);
+void check_key_value(const ArgChecks& check, const char* k_name, const TensorView& k, const char* v_name,
+                     const TensorView& v, int rank, const TensorView& q);
 // out has q's rank and dtype, q's sizes in every dim but the last, and v's head dim last.
-void check_attention_out(const ArgChecks& check, const TensorView& out, const TensorView& q,
-                         int64_t value_dim);
+void check_attention_out(const ArgChecks& check, const TensorView& out, const TensorView& q, int64_t value_dim);
 // Hq must be a multiple of Hkv (MQA/GQA), and Hkv > 0 when Hq > 0.
 void check_head_ratio(const ArgChecks& check, int64_t Hq, int64_t Hkv);
 // Validates `params` and gives the call's parameters, scale defaulted to 1/sqrt(head_dim).
-xhal_attention_op_params attention_op_params(const ArgChecks& check, const AttentionParams& params,
-                                             int64_t head_dim);
+xhal_attention_op_params attention_op_params(const ArgChecks& check, const AttentionParams& params, int64_t head_dim);
 
 }  // namespace xhal::ops

@@ -6,6 +6,7 @@
 #include "core/registry.hpp"
 #include "core/runtime.hpp"
 #include "core/instrumentation.hpp"
+#include "core/instrumented_dispatch.hpp"
 #include "xhal/device_manager.hpp"
 #include "xhal/error.hpp"
 
@@ -40,7 +41,7 @@ void OpCall::set(int slot, const TensorView& view) {
 }
 
 void OpCall::run() {
-  if (instrumentation::any()) return instrumentation::run(call_, device_);  // check, trace
+  if (instrumentation::any()) return run_instrumented(call_, device_);  // check, trace
   Registry::get().dispatch(device_.type, call_);
 }
 

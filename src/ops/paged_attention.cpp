@@ -26,12 +26,18 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
   check.dim("seq_lens", seq_lens, 0, B, "batch of q");
   if (B > 0 && block_size == 0) check.fail("k_cache", "block size >= 1", "0");
   const Device device = out.device();
-  for (auto [name, t] : {std::pair{"q", &q}, {"k_cache", &k_cache}, {"v_cache", &v_cache},
-                         {"block_table", &block_table}, {"seq_lens", &seq_lens}}) {
+  for (auto [name, t] : {std::pair{"q", &q},
+                         {"k_cache", &k_cache},
+                         {"v_cache", &v_cache},
+                         {"block_table", &block_table},
+                         {"seq_lens", &seq_lens}}) {
     check.same_device(name, *t, device, "out");
   }
   check.apart("out", out,
-              {{"q", &q}, {"k_cache", &k_cache}, {"v_cache", &v_cache}, {"block_table", &block_table},
+              {{"q", &q},
+               {"k_cache", &k_cache},
+               {"v_cache", &v_cache},
+               {"block_table", &block_table},
                {"seq_lens", &seq_lens}});
   OpCall call(Op::paged_attention, q.dtype(), device, stream);
   const xhal_attention_op_params op_params = attention_op_params(check, params, D);

@@ -29,8 +29,7 @@ void check_norm_args(const ArgChecks& check, const TensorView& x, const TensorVi
 
 }  // namespace
 
-void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out,
-              const Stream* stream) {
+void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out, const Stream* stream) {
   const ArgChecks check(Op::rms_norm);
   check_norm_args(check, x, weight, eps, out);
   OpCall call(Op::rms_norm, x.dtype(), out.device(), stream);
@@ -42,8 +41,8 @@ void rms_norm(const TensorView& x, const TensorView& weight, float eps, const Te
   call.run();
 }
 
-void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const TensorView& weight,
-                        float eps, const TensorView& out, const Stream* stream) {
+void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const TensorView& weight, float eps,
+                        const TensorView& out, const Stream* stream) {
   const ArgChecks check(Op::fused_add_rms_norm);
   check_norm_args(check, x, weight, eps, out);
   check.min_rank("residual", residual, 1);

@@ -13,8 +13,8 @@
 
 namespace xhal::ops {
 
-void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
-          const TensorView& cos_sin_cache, RopeStyle style, const Stream* stream) {
+void rope(const TensorView& q, const TensorView& k, const TensorView& positions, const TensorView& cos_sin_cache,
+          RopeStyle style, const Stream* stream) {
   const ArgChecks check(Op::rope);
   check.tensor("q", q, 3);
   check.float_dtype("q", q);
@@ -34,8 +34,7 @@ void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
                fmt::format("{}", rotary_dim));
   }
   const Device device = q.device();
-  for (auto [name, t] : {std::pair{"k", &k}, {"positions", &positions},
-                         {"cos_sin_cache", &cos_sin_cache}}) {
+  for (auto [name, t] : {std::pair{"k", &k}, {"positions", &positions}, {"cos_sin_cache", &cos_sin_cache}}) {
     check.same_device(name, *t, device, "q");
   }
   // Both are written in place; the others are read meanwhile.
@@ -54,7 +53,8 @@ void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
 Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, Device device) {
   auto fail = [](std::string_view arg, std::string_view expected, std::string got) {
     throw Error(Errc::invalid_argument, fmt::format("xhal::ops::rope_cache: argument '{}': expected "
-                                                    "{}, got {}", arg, expected, got));
+                                                    "{}, got {}",
+                                                    arg, expected, got));
   };
   if (max_pos < 0) fail("max_pos", ">= 0", fmt::format("{}", max_pos));
   if (rotary_dim < 2 || rotary_dim % 2 != 0) fail("rotary_dim", "an even number >= 2", fmt::format("{}", rotary_dim));

@@ -23,33 +23,33 @@ struct AttnCase {
 };
 
 std::string describe(const AttnCase& c) {
-  return fmt::format("B {} Sq {} Sk {} Hq {} Hkv {} D {} Dv {} causal {} window ({},{}) softcap {} "
-                     "scale {} strided {}",
-                     c.B, c.Sq, c.Sk, c.Hq, c.Hkv, c.D, c.Dv, c.params.causal, c.params.window_left,
-                     c.params.window_right, c.params.softcap, c.params.scale, !c.layout.order.empty());
+  return fmt::format(
+      "B {} Sq {} Sk {} Hq {} Hkv {} D {} Dv {} causal {} window ({},{}) softcap {} "
+      "scale {} strided {}",
+      c.B, c.Sq, c.Sk, c.Hq, c.Hkv, c.D, c.Dv, c.params.causal, c.params.window_left, c.params.window_right,
+      c.params.softcap, c.params.scale, !c.layout.order.empty());
 }
 
 golden::AttentionMask mask_of(const AttentionParams& p, int64_t D) {
-  return {p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(D)), p.causal, p.window_left,
-          p.window_right, p.softcap};
+  return {p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(D)), p.causal, p.window_left, p.window_right, p.softcap};
 }
 
 const std::vector<AttnCase> kDenseCases = {
     {1, 1, 1, 1, 1, 64, 64, {}},
     {2, 7, 7, 4, 4, 64, 64, {.causal = true}},
     {1, 129, 129, 8, 2, 80, 80, {.causal = true}, true, kHeadsFirst},
-    {2, 7, 129, 8, 1, 96, 96, {.causal = true}},                 // Sq < Sk: bottom-right
-    {1, 129, 7, 4, 1, 128, 128, {.causal = true}},               // Sq > Sk: first rows see nothing
-    {1, 33, 129, 16, 2, 128, 64, {}, false, kHeadsFirst},        // Dv != D, GQA 8, no lse
+    {2, 7, 129, 8, 1, 96, 96, {.causal = true}},  // Sq < Sk: bottom-right
+    {1, 129, 7, 4, 1, 128, 128, {.causal = true}},  // Sq > Sk: first rows see nothing
+    {1, 33, 129, 16, 2, 128, 64, {}, false, kHeadsFirst},  // Dv != D, GQA 8, no lse
     {1, 65, 65, 2, 2, 256, 256, {.causal = true, .window_left = 16}},
     {1, 600, 600, 4, 2, 64, 64, {.causal = true, .window_left = 300}},  // windows starting mid-tile
     {1, 40, 70, 3, 1, 64, 64, {.window_left = 5, .window_right = 3}},
     {2, 17, 17, 4, 1, 128, 128, {.scale = 0.3f, .causal = true, .softcap = 5.0f}},
     {1, 1000, 1000, 1, 1, 64, 64, {.causal = true}},
-    {1, 300, 517, 4, 2, 128, 128, {.causal = true}},            // several 128-key tiles, GQA
-    {2, 200, 385, 2, 1, 128, 128, {}},                           // a partial last key tile, MQA
-    {0, 5, 5, 4, 2, 64, 64, {.causal = true}},                   // empty batch
-    {1, 3, 0, 2, 1, 64, 64, {}},                                 // no keys at all
+    {1, 300, 517, 4, 2, 128, 128, {.causal = true}},  // several 128-key tiles, GQA
+    {2, 200, 385, 2, 1, 128, 128, {}},  // a partial last key tile, MQA
+    {0, 5, 5, 4, 2, 64, 64, {.causal = true}},  // empty batch
+    {1, 3, 0, 2, 1, 64, 64, {}},  // no keys at all
 };
 
 TEST_P(Conformance, Attention) {
@@ -61,8 +61,8 @@ TEST_P(Conformance, Attention) {
     auto out = poisoned({c.B, c.Sq, c.Hq, c.Dv}, c.layout);
     auto lse = TestTensor::poisoned({c.B, c.Hq, c.Sq}, DType::f32, device());
     ops::attention(q, k, v, out, c.params, c.lse ? &lse.view() : nullptr);
-    auto expected = golden::attention(q.values(), k.values(), v.values(), c.B, c.Sq, c.Sk, c.Hq,
-                                      c.Hkv, c.D, c.Dv, mask_of(c.params, c.D));
+    auto expected = golden::attention(q.values(), k.values(), v.values(), c.B, c.Sq, c.Sk, c.Hq, c.Hkv, c.D, c.Dv,
+                                      mask_of(c.params, c.D));
     expect_close(out.download("out"), expected.out, dtype(), "out");
     if (c.lse) expect_close(lse.download("lse"), expected.lse, DType::f32, "lse");
   }
@@ -74,11 +74,10 @@ TEST_P(Conformance, AttentionVarlen) {
     int64_t Hq, Hkv, D;
     AttentionParams params;
   };
-  for (const Case& c : {Case{{7, 0, 129, 1}, {7, 3, 129, 40}, 8, 2, 64, {.causal = true}},
-                        Case{{1, 33}, {1, 33}, 4, 4, 128, {}},
-                        Case{{130, 257}, {300, 257}, 4, 2, 128, {.causal = true}},
-                        Case{{5, 9}, {20, 9}, 8, 1, 96, {.causal = true, .window_left = 4}},
-                        Case{{}, {}, 4, 2, 64, {}}}) {
+  for (const Case& c :
+       {Case{{7, 0, 129, 1}, {7, 3, 129, 40}, 8, 2, 64, {.causal = true}}, Case{{1, 33}, {1, 33}, 4, 4, 128, {}},
+        Case{{130, 257}, {300, 257}, 4, 2, 128, {.causal = true}},
+        Case{{5, 9}, {20, 9}, 8, 1, 96, {.causal = true, .window_left = 4}}, Case{{}, {}, 4, 2, 64, {}}}) {
     SCOPED_TRACE(fmt::format("q_lens [{}] k_lens [{}] Hq {} Hkv {} D {}", fmt::join(c.q_lens, ","),
                              fmt::join(c.k_lens, ","), c.Hq, c.Hkv, c.D));
     std::vector<int64_t> cu_q{0}, cu_k{0};
@@ -96,8 +95,8 @@ TEST_P(Conformance, AttentionVarlen) {
     auto out = poisoned({Tq, c.Hq, c.D});
     auto lse = TestTensor::poisoned({c.Hq, Tq}, DType::f32, device());
     ops::attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_q, max_k, out, c.params, &lse.view());
-    auto expected = golden::attention_varlen(q.values(), k.values(), v.values(), cu_q, cu_k, c.Hq,
-                                             c.Hkv, c.D, c.D, mask_of(c.params, c.D));
+    auto expected = golden::attention_varlen(q.values(), k.values(), v.values(), cu_q, cu_k, c.Hq, c.Hkv, c.D, c.D,
+                                             mask_of(c.params, c.D));
     expect_close(out.download("out"), expected.out, dtype(), "out");
     expect_close(lse.download("lse"), expected.lse, DType::f32, "lse");
   }
@@ -109,17 +108,15 @@ TEST_P(Conformance, PagedAttention) {
     int64_t block_size, Hq, Hkv, D;
     AttentionParams params;
   };
-  for (const Case& c : {Case{{1, 17, 100, 0}, 16, 8, 1, 128, {}},
-                        Case{{64, 65, 3}, 32, 8, 2, 64, {.window_left = 20}},
-                        Case{{130}, 64, 4, 4, 256, {.softcap = 8.0f}},
-                        Case{{7, 1000}, 16, 32, 8, 80, {.scale = 0.2f}},
+  for (const Case& c : {Case{{1, 17, 100, 0}, 16, 8, 1, 128, {}}, Case{{64, 65, 3}, 32, 8, 2, 64, {.window_left = 20}},
+                        Case{{130}, 64, 4, 4, 256, {.softcap = 8.0f}}, Case{{7, 1000}, 16, 32, 8, 80, {.scale = 0.2f}},
                         Case{{33, 300}, 16, 32, 1, 64, {}},  // 32 query heads per kv head
-                        Case{{50, 9}, 16, 4, 2, 96, {}},     // 2 query heads per kv head
-                        Case{{61}, 8, 6, 2, 128, {}},        // 3: padded to 4
+                        Case{{50, 9}, 16, 4, 2, 96, {}},  // 2 query heads per kv head
+                        Case{{61}, 8, 6, 2, 128, {}},  // 3: padded to 4
                         Case{{1, 1000, 0, 2}, 16, 8, 2, 64, {}},  // splits of the keys, some empty
                         Case{{}, 16, 4, 1, 64, {}}}) {
-    SCOPED_TRACE(fmt::format("seq_lens [{}] block {} Hq {} Hkv {} D {}", fmt::join(c.seq_lens, ","),
-                             c.block_size, c.Hq, c.Hkv, c.D));
+    SCOPED_TRACE(fmt::format("seq_lens [{}] block {} Hq {} Hkv {} D {}", fmt::join(c.seq_lens, ","), c.block_size, c.Hq,
+                             c.Hkv, c.D));
     const int64_t B = int64_t(c.seq_lens.size());
     int64_t max_blocks = 1;
     for (int64_t L : c.seq_lens) max_blocks = std::max(max_blocks, (L + c.block_size - 1) / c.block_size);
@@ -137,13 +134,11 @@ TEST_P(Conformance, PagedAttention) {
     auto seq_lens = ints({B}, c.seq_lens);
     auto out = poisoned({B, c.Hq, c.D});
     ops::paged_attention(q, k_cache, v_cache, block_table, seq_lens, out, c.params);
-    auto expected = golden::paged_attention(q.values(), k_cache.values(), v_cache.values(), table,
-                                            c.seq_lens, c.Hq, c.Hkv, c.D, c.D, c.block_size,
-                                            mask_of(c.params, c.D));
+    auto expected = golden::paged_attention(q.values(), k_cache.values(), v_cache.values(), table, c.seq_lens, c.Hq,
+                                            c.Hkv, c.D, c.D, c.block_size, mask_of(c.params, c.D));
     expect_close(out.download("out"), expected, dtype(), "out");
   }
 }
-
 
 // Non-finite values where a row must not look: K and V at keys the causal or window mask hides
 // from some rows (diagonal tiles, window edges), at keys past a sequence's end (the next
@@ -171,9 +166,9 @@ TEST_P(Conformance, AttentionNonFiniteAtMaskedKeys) {
     };
     for (int64_t b = 0; b < c.B; ++b) {
       for (int64_t h = 0; h < c.Hkv; ++h) {
-        vv[at(c.Sk, c.Hkv, c.Dv, b, c.Sk - 1, h, 1)] = nan;           // seen by the last rows only
+        vv[at(c.Sk, c.Hkv, c.Dv, b, c.Sk - 1, h, 1)] = nan;  // seen by the last rows only
         vv[at(c.Sk, c.Hkv, c.Dv, b, c.Sk / 2 + 3 < c.Sk ? c.Sk / 2 + 3 : 0, h, c.Dv - 1)] = inf;
-        vv[at(c.Sk, c.Hkv, c.Dv, b, 0, h, 2)] = -inf;                 // hidden by window_left from late rows
+        vv[at(c.Sk, c.Hkv, c.Dv, b, 0, h, 2)] = -inf;  // hidden by window_left from late rows
         kv[at(c.Sk, c.Hkv, c.D, b, c.Sk - 2 >= 0 ? c.Sk - 2 : 0, h, 3)] = nan;
       }
     }

@@ -26,8 +26,7 @@ void Conformance::SetUp() {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Conformance::ParamType>& info) {
-  return fmt::format("{}_{}", device_type_name(std::get<0>(info.param)),
-                     dtype_name(std::get<1>(info.param)));
+  return fmt::format("{}_{}", device_type_name(std::get<0>(info.param)), dtype_name(std::get<1>(info.param)));
 }
 
 namespace {

@@ -28,8 +28,7 @@ class Conformance : public ::testing::TestWithParam<std::tuple<DeviceType, DType
   TestTensor poisoned(const std::vector<int64_t>& shape, Layout layout = {}) {
     return TestTensor::poisoned(shape, dtype(), device_, layout);
   }
-  TestTensor ints(const std::vector<int64_t>& shape, const std::vector<int64_t>& values,
-                  DType type = DType::i32) {
+  TestTensor ints(const std::vector<int64_t>& shape, const std::vector<int64_t>& values, DType type = DType::i32) {
     return TestTensor::of(shape, type, device_, std::vector<double>(values.begin(), values.end()));
   }
 

@@ -17,9 +17,17 @@ struct RowShape {
 // Odd sizes, rank 3, an empty batch, a padded (strided) layout, and rows long enough for each
 // GPU kernel shape (one warp, two and four warps per row, rows past the registers).
 const std::vector<RowShape> kRowShapes = {
-    {{1, 1}, {}},       {{7, 129}, {}},        {{129, 1000}, {}}, {{3, 5, 64}, {}},
-    {{0, 64}, {}},      {{33, 96}, {{}, 5}},   {{2, 7, 80}, {{1, 0, 2}, 3}},
-    {{9, 2056}, {}},    {{5, 4096}, {}},       {{3, 8200}, {}},   {{2, 20000}, {}},
+    {{1, 1}, {}},
+    {{7, 129}, {}},
+    {{129, 1000}, {}},
+    {{3, 5, 64}, {}},
+    {{0, 64}, {}},
+    {{33, 96}, {{}, 5}},
+    {{2, 7, 80}, {{1, 0, 2}, 3}},
+    {{9, 2056}, {}},
+    {{5, 4096}, {}},
+    {{3, 8200}, {}},
+    {{2, 20000}, {}},
 };
 
 TEST_P(Conformance, RmsNorm) {
@@ -98,7 +106,8 @@ TEST_P(Conformance, NonFiniteInputs) {
     }());
     auto out = filled(M, N);
     ops::rms_norm(x, w, 1e-5f, out);
-    expect_close_nan_for_nan(out.download("out"), golden::rms_norm(x.values(), w.values(), 1e-5), dtype(), "rms_norm out");
+    expect_close_nan_for_nan(out.download("out"), golden::rms_norm(x.values(), w.values(), 1e-5), dtype(),
+                             "rms_norm out");
     auto residual = with(random({M, N}), {{2 * N + 40, -inf}, {2 * N + 41, nan}});
     auto out2 = filled(M, N);
     const std::vector<double> residual_before = residual.values();
@@ -109,7 +118,8 @@ TEST_P(Conformance, NonFiniteInputs) {
   }
   {
     // NaN in gate and in up, +inf in gate, and infinities in up against finite gates.
-    auto gate = with(TestTensor::random({M, N}, dtype(), device(), rng(), -6, 6), {{5, nan}, {N + 9, inf}, {3 * N + 515, -nan}});
+    auto gate = with(TestTensor::random({M, N}, dtype(), device(), rng(), -6, 6),
+                     {{5, nan}, {N + 9, inf}, {3 * N + 515, -nan}});
     auto up = with(random({M, N}), {{6, nan}, {2 * N + 30, inf}, {2 * N + 31, -inf}, {3 * N + 519, nan}});
     auto out = filled(M, N);
     ops::swiglu(gate, up, out);
@@ -142,8 +152,8 @@ TEST_P(Conformance, Linear) {
     auto bias = random({c.N});
     auto out = poisoned({c.M, c.N});
     ops::linear(x, w, c.bias ? &bias.view() : nullptr, out);
-    auto expected = golden::linear(x.values(), w.values(),
-                                   c.bias ? bias.values() : std::vector<double>{}, c.M, c.N, c.K);
+    auto expected =
+        golden::linear(x.values(), w.values(), c.bias ? bias.values() : std::vector<double>{}, c.M, c.N, c.K);
     expect_close(out.download("out"), expected, dtype(), "out");
   }
 }

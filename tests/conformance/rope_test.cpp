@@ -19,14 +19,14 @@ TEST_P(Conformance, Rope) {
     Layout layout;
   };
   const int64_t max_pos = 4096;
-  for (const Case& c : {Case{1, 4, 1, 64, 64, RopeStyle::neox, DType::i32, {}},
-                        Case{7, 8, 8, 80, 40, RopeStyle::gptj, DType::i64, {}},
-                        Case{129, 4, 4, 96, 96, RopeStyle::gptj, DType::i32, {{}, 7}},
-                        Case{33, 6, 2, 128, 64, RopeStyle::neox, DType::i64, {{1, 0, 2}, 0}},
-                        Case{5, 2, 1, 256, 256, RopeStyle::neox, DType::i32, {}},
-                        Case{0, 2, 1, 64, 64, RopeStyle::neox, DType::i32, {}}}) {
-    SCOPED_TRACE(fmt::format("T {} Hq {} Hkv {} D {} rotary {} {}", c.T, c.Hq, c.Hkv, c.D,
-                             c.rotary_dim, c.style == RopeStyle::neox ? "neox" : "gptj"));
+  for (const Case& c :
+       {Case{1, 4, 1, 64, 64, RopeStyle::neox, DType::i32, {}}, Case{7, 8, 8, 80, 40, RopeStyle::gptj, DType::i64, {}},
+        Case{129, 4, 4, 96, 96, RopeStyle::gptj, DType::i32, {{}, 7}},
+        Case{33, 6, 2, 128, 64, RopeStyle::neox, DType::i64, {{1, 0, 2}, 0}},
+        Case{5, 2, 1, 256, 256, RopeStyle::neox, DType::i32, {}},
+        Case{0, 2, 1, 64, 64, RopeStyle::neox, DType::i32, {}}}) {
+    SCOPED_TRACE(fmt::format("T {} Hq {} Hkv {} D {} rotary {} {}", c.T, c.Hq, c.Hkv, c.D, c.rotary_dim,
+                             c.style == RopeStyle::neox ? "neox" : "gptj"));
     auto q = random({c.T, c.Hq, c.D}, c.layout);
     auto k = random({c.T, c.Hkv, c.D}, c.layout);
     std::vector<int64_t> pos(size_t(c.T));
@@ -54,7 +54,7 @@ TEST_P(Conformance, RopeNonFinite) {
   std::vector<float> raw(table.begin(), table.end());
   const uint32_t all_ones_nan = 0x7FFFFFFFu;
   std::memcpy(&raw[size_t(1 * D + 5)], &all_ones_nan, sizeof(float));  // position 1, cos[5]
-  raw[size_t(1 * D + D / 2 + 9)] = INFINITY;                            // position 1, sin[9]
+  raw[size_t(1 * D + D / 2 + 9)] = INFINITY;  // position 1, sin[9]
   table[size_t(1 * D + 5)] = std::nan("");
   table[size_t(1 * D + D / 2 + 9)] = INFINITY;
   Tensor cache = Tensor::from_host(raw.data(), {max_pos, D}, DType::f32, device());

@@ -15,24 +15,68 @@ namespace {
 void store(std::vector<uint8_t>& raw, DType dtype, int64_t index, double value) {
   uint8_t* p = raw.data() + size_t(index) * dtype_size(dtype);
   switch (dtype) {
-    case DType::f32: { float f = float(value); std::memcpy(p, &f, 4); break; }
+    case DType::f32: {
+      float f = float(value);
+      std::memcpy(p, &f, 4);
+      break;
+    }
     case DType::f64: std::memcpy(p, &value, 8); break;
-    case DType::f16: { uint16_t h = float_to_f16(float(value)); std::memcpy(p, &h, 2); break; }
-    case DType::bf16: { uint16_t h = float_to_bf16(float(value)); std::memcpy(p, &h, 2); break; }
-    case DType::i32: { int32_t i = int32_t(value); std::memcpy(p, &i, 4); break; }
-    case DType::i64: { int64_t i = int64_t(value); std::memcpy(p, &i, 8); break; }
+    case DType::f16: {
+      uint16_t h = float_to_f16(float(value));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::bf16: {
+      uint16_t h = float_to_bf16(float(value));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::i32: {
+      int32_t i = int32_t(value);
+      std::memcpy(p, &i, 4);
+      break;
+    }
+    case DType::i64: {
+      int64_t i = int64_t(value);
+      std::memcpy(p, &i, 8);
+      break;
+    }
   }
 }
 
 double load(const std::vector<uint8_t>& raw, DType dtype, int64_t index) {
   const uint8_t* p = raw.data() + size_t(index) * dtype_size(dtype);
   switch (dtype) {
-    case DType::f32: { float f; std::memcpy(&f, p, 4); return f; }
-    case DType::f64: { double d; std::memcpy(&d, p, 8); return d; }
-    case DType::f16: { uint16_t h; std::memcpy(&h, p, 2); return f16_to_float(h); }
-    case DType::bf16: { uint16_t h; std::memcpy(&h, p, 2); return bf16_to_float(h); }
-    case DType::i32: { int32_t i; std::memcpy(&i, p, 4); return i; }
-    case DType::i64: { int64_t i; std::memcpy(&i, p, 8); return double(i); }
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DType::f64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    case DType::f16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return f16_to_float(h);
+    }
+    case DType::bf16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return bf16_to_float(h);
+    }
+    case DType::i32: {
+      int32_t i;
+      std::memcpy(&i, p, 4);
+      return i;
+    }
+    case DType::i64: {
+      int64_t i;
+      std::memcpy(&i, p, 8);
+      return double(i);
+    }
   }
   return 0;
 }
@@ -43,8 +87,8 @@ double poison(DType dtype) { return is_floating(dtype) ? std::nan("") : -77777.0
 
 uint64_t fresh_seed() { return (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
-TestTensor TestTensor::random(const std::vector<int64_t>& shape, DType dtype, Device device,
-                              std::mt19937_64& rng, double lo, double hi, Layout layout) {
+TestTensor TestTensor::random(const std::vector<int64_t>& shape, DType dtype, Device device, std::mt19937_64& rng,
+                              double lo, double hi, Layout layout) {
   const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
   std::uniform_real_distribution<double> dist(lo, hi);
   std::vector<double> values(static_cast<size_t>(n));
@@ -88,8 +132,7 @@ TestTensor TestTensor::of(const std::vector<int64_t>& shape, DType dtype, Device
   return t;
 }
 
-TestTensor TestTensor::poisoned(const std::vector<int64_t>& shape, DType dtype, Device device,
-                                Layout layout) {
+TestTensor TestTensor::poisoned(const std::vector<int64_t>& shape, DType dtype, Device device, Layout layout) {
   const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
   TestTensor t = of(shape, dtype, device, std::vector<double>(size_t(n), poison(dtype)), layout);
   return t;
@@ -108,9 +151,7 @@ void TestTensor::upload(const std::vector<double>& logical) {
   initial_raw_ = std::move(raw);
 }
 
-std::vector<int64_t> TestTensor::int_values() const {
-  return std::vector<int64_t>(values_.begin(), values_.end());
-}
+std::vector<int64_t> TestTensor::int_values() const { return std::vector<int64_t>(values_.begin(), values_.end()); }
 
 std::vector<double> TestTensor::download(const std::string& what) const {
   std::vector<uint8_t> raw(initial_raw_.size());
@@ -145,9 +186,9 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& exp
     if (!same_inf) worst = std::max(worst, std::isnan(err) ? INFINITY : err);
   }
   EXPECT_EQ(bad, 0u) << what << " (" << dtype_name(dtype) << "): " << bad << " of " << got.size()
-                     << " elements out of tolerance (atol " << tol.atol << ", rtol " << tol.rtol
-                     << "); first at index " << first << ": got " << (bad ? got[first] : 0)
-                     << ", expected " << (bad ? expected[first] : 0) << "; worst abs error " << worst;
+                     << " elements out of tolerance (atol " << tol.atol << ", rtol " << tol.rtol << "); first at index "
+                     << first << ": got " << (bad ? got[first] : 0) << ", expected " << (bad ? expected[first] : 0)
+                     << "; worst abs error " << worst;
 }
 
 void expect_close_nan_for_nan(std::vector<double> got, std::vector<double> expected, DType dtype,

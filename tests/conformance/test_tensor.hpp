@@ -15,20 +15,19 @@ namespace xhal::test {
 
 struct Layout {
   std::vector<int> order;  // physical order of the logical dims, outermost first; empty = as is
-  int64_t pad = 0;         // extra elements after each innermost physical row
+  int64_t pad = 0;  // extra elements after each innermost physical row
 };
 
 class TestTensor {
  public:
   // Random values in [lo, hi) rounded to `dtype`.
-  static TestTensor random(const std::vector<int64_t>& shape, DType dtype, Device device,
-                           std::mt19937_64& rng, double lo = -1, double hi = 1, Layout layout = {});
+  static TestTensor random(const std::vector<int64_t>& shape, DType dtype, Device device, std::mt19937_64& rng,
+                           double lo = -1, double hi = 1, Layout layout = {});
   // Exact values (integers, or floats rounded to dtype).
-  static TestTensor of(const std::vector<int64_t>& shape, DType dtype, Device device,
-                       const std::vector<double>& values, Layout layout = {});
+  static TestTensor of(const std::vector<int64_t>& shape, DType dtype, Device device, const std::vector<double>& values,
+                       Layout layout = {});
   // Every element, and the padding, set to the poison pattern.
-  static TestTensor poisoned(const std::vector<int64_t>& shape, DType dtype, Device device,
-                             Layout layout = {});
+  static TestTensor poisoned(const std::vector<int64_t>& shape, DType dtype, Device device, Layout layout = {});
 
   const TensorView& view() const { return view_; }
   operator const TensorView&() const { return view_; }  // NOLINT
@@ -46,7 +45,7 @@ class TestTensor {
   Layout layout_;
   std::vector<double> values_;
   std::vector<uint8_t> initial_raw_;  // the physical bytes as uploaded
-  std::vector<int64_t> offsets_;      // physical element offset of each logical element
+  std::vector<int64_t> offsets_;  // physical element offset of each logical element
   Tensor storage_;
   TensorView view_;
 };

@@ -42,8 +42,8 @@ struct Palette {
 
 int64_t fuzz_extent(FuzzedDataProvider& in, const Palette* palette = nullptr) {
   // Mostly small sizes (often the call's shared ones); sometimes the values that break arithmetic.
-  static constexpr int64_t kSpecial[] = {0, 1, -1, INT64_MAX, INT64_MIN, int64_t(1) << 31,
-                                         (int64_t(1) << 32) + 1, int64_t(1) << 62};
+  static constexpr int64_t kSpecial[] = {
+      0, 1, -1, INT64_MAX, INT64_MIN, int64_t(1) << 31, (int64_t(1) << 32) + 1, int64_t(1) << 62};
   const int pick = in.ConsumeIntegralInRange<int>(0, 15);
   if (pick == 0) return in.PickValueInArray(kSpecial);
   if (palette != nullptr && pick >= 5) return palette->extents[size_t(pick) % 4];
@@ -75,7 +75,7 @@ void fuzz_tensor(FuzzedDataProvider& in, const Palette& palette, bool index_like
   static constexpr uint8_t kBits[] = {32, 16, 64, 8, 0, 33};
   DLTensor& t = f.t;
   t.ndim = in.ConsumeIntegralInRange<int32_t>(0, 15) == 0 ? in.ConsumeIntegral<int32_t>()
-                                                         : in.ConsumeIntegralInRange<int32_t>(0, 4);
+                                                          : in.ConsumeIntegralInRange<int32_t>(0, 4);
   const int dims = std::clamp(t.ndim, 0, int(f.shape.size()));
   for (int i = 0; i < dims; ++i) f.shape[size_t(i)] = fuzz_extent(in, &palette);
   t.shape = f.shape.data();
@@ -93,7 +93,9 @@ void fuzz_tensor(FuzzedDataProvider& in, const Palette& palette, bool index_like
     t.dtype.lanes = dtype_pick == 7 ? 2 : 1;
   }
   static constexpr int32_t kDevices[] = {kDLCPU, kDLCUDA, kDLROCM, kDLCUDAHost, 14, 99};
-  const int32_t device_type = in.ConsumeIntegralInRange<int>(0, 7) ? int32_t(kDLCPU) : in.PickValueInArray(kDevices);  // may lie outside the enum, as C allows
+  const int32_t device_type = in.ConsumeIntegralInRange<int>(0, 7)
+                                  ? int32_t(kDLCPU)
+                                  : in.PickValueInArray(kDevices);  // may lie outside the enum, as C allows
   std::memcpy(&t.device.device_type, &device_type, sizeof device_type);
   t.device.device_id = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? in.ConsumeIntegral<int32_t>() : 0;
   t.byte_offset = 0;
@@ -124,9 +126,9 @@ void describe(int op, const std::array<FuzzTensor, kTensors>& f, const std::arra
     int32_t device_type = 0;  // as an integer: the fuzzer stores values outside the enum
     std::memcpy(&device_type, &d.device.device_type, sizeof device_type);
     std::fprintf(stderr, "  t%d%s: device %d:%d dtype %u/%u/%u ndim %d data %s byte_offset %llu bytes %zu shape", i,
-                 t[size_t(i)] ? "" : " (passed as NULL)", device_type, d.device.device_id,
-                 d.dtype.code, d.dtype.bits, d.dtype.lanes, d.ndim, d.data ? "set" : "NULL",
-                 (unsigned long long)d.byte_offset, f[size_t(i)].memory.size());
+                 t[size_t(i)] ? "" : " (passed as NULL)", device_type, d.device.device_id, d.dtype.code, d.dtype.bits,
+                 d.dtype.lanes, d.ndim, d.data ? "set" : "NULL", (unsigned long long)d.byte_offset,
+                 f[size_t(i)].memory.size());
     for (int k = 0; d.shape && k < std::min(d.ndim, 10); ++k) std::fprintf(stderr, " %lld", (long long)d.shape[k]);
     if (d.strides) {
       std::fprintf(stderr, " strides");
@@ -187,14 +189,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 1: {
-      const int64_t max_q = in.ConsumeIntegralInRange<int64_t>(-2, 12), max_k = in.ConsumeIntegralInRange<int64_t>(-2, 12);
+      const int64_t max_q = in.ConsumeIntegralInRange<int64_t>(-2, 12),
+                    max_k = in.ConsumeIntegralInRange<int64_t>(-2, 12);
       const DLTensor* lse = in.ConsumeBool() ? t[4] : nullptr;
       call = [&, max_q, max_k, lse] {
         return xhal_attention_varlen(t[0], t[1], t[2], t[5], t[6], max_q, max_k, t[3], maybe_params, lse, nullptr);
       };
       break;
     }
-    case 2: call = [&] { return xhal_paged_attention(t[0], t[1], t[2], t[5], t[6], t[3], maybe_params, nullptr); }; break;
+    case 2:
+      call = [&] { return xhal_paged_attention(t[0], t[1], t[2], t[5], t[6], t[3], maybe_params, nullptr); };
+      break;
     case 3: call = [&] { return xhal_rms_norm(t[0], t[1], eps, t[2], nullptr); }; break;
     case 4: call = [&] { return xhal_fused_add_rms_norm(t[0], t[3], t[1], eps, t[2], nullptr); }; break;
     case 5: call = [&] { return xhal_swiglu(t[0], t[1], t[2], nullptr); }; break;
@@ -234,7 +239,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         default: {
           const bool synchronize = in.ConsumeBool();
-          call = [&, synchronize] { return synchronize ? xhal_synchronize(name.c_str()) : xhal_empty_cache(name.c_str()); };
+          call = [&, synchronize] {
+            return synchronize ? xhal_synchronize(name.c_str()) : xhal_empty_cache(name.c_str());
+          };
         }
       }
     }

@@ -20,10 +20,9 @@ size_t sz(int64_t n) { return static_cast<size_t>(n); }
 // One (sequence, query head) slice of attention: Sq query rows against Sk key rows.
 // Row r of q is q + r*q_stride (likewise k, v, out); lse[r] is lse + r. Writes every out row
 // and every lse entry. Shared by attention, attention_varlen and paged_attention.
-void attend_head(const double* q, int64_t q_stride, const double* k, int64_t k_stride,
-                 const double* v, int64_t v_stride, int64_t Sq, int64_t Sk, int64_t D,
-                 int64_t Dv, const AttentionMask& mask, double* out, int64_t out_stride,
-                 double* lse) {
+void attend_head(const double* q, int64_t q_stride, const double* k, int64_t k_stride, const double* v,
+                 int64_t v_stride, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, const AttentionMask& mask,
+                 double* out, int64_t out_stride, double* lse) {
   std::vector<double> score(sz(Sk));
   std::vector<char> seen(sz(Sk));
   for (int64_t i = 0; i < Sq; ++i) {
@@ -73,39 +72,33 @@ bool key_visible(const AttentionMask& mask, int64_t i, int64_t j, int64_t Sq, in
   return true;
 }
 
-AttentionResult attention(const std::vector<double>& q, const std::vector<double>& k,
-                          const std::vector<double>& v, int64_t B, int64_t Sq, int64_t Sk,
-                          int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+AttentionResult attention(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                          int64_t B, int64_t Sq, int64_t Sk, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
                           const AttentionMask& mask) {
   require_heads(Hq, Hkv);
   require(q.size() == sz(B * Sq * Hq * D), "attention: q must be [B,Sq,Hq,D]");
   require(k.size() == sz(B * Sk * Hkv * D), "attention: k must be [B,Sk,Hkv,D]");
   require(v.size() == sz(B * Sk * Hkv * Dv), "attention: v must be [B,Sk,Hkv,Dv]");
-  AttentionResult r{std::vector<double>(sz(B * Sq * Hq * Dv)),
-                    std::vector<double>(sz(B * Hq * Sq))};
+  AttentionResult r{std::vector<double>(sz(B * Sq * Hq * Dv)), std::vector<double>(sz(B * Hq * Sq))};
   const int64_t group = Hq / Hkv;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h)
-      attend_head(q.data() + (b * Sq * Hq + h) * D, Hq * D,
-                  k.data() + (b * Sk * Hkv + h / group) * D, Hkv * D,
+      attend_head(q.data() + (b * Sq * Hq + h) * D, Hq * D, k.data() + (b * Sk * Hkv + h / group) * D, Hkv * D,
                   v.data() + (b * Sk * Hkv + h / group) * Dv, Hkv * Dv, Sq, Sk, D, Dv, mask,
-                  r.out.data() + (b * Sq * Hq + h) * Dv, Hq * Dv,
-                  r.lse.data() + (b * Hq + h) * Sq);
+                  r.out.data() + (b * Sq * Hq + h) * Dv, Hq * Dv, r.lse.data() + (b * Hq + h) * Sq);
   return r;
 }
 
 AttentionResult attention_varlen(const std::vector<double>& q, const std::vector<double>& k,
-                                 const std::vector<double>& v,
-                                 const std::vector<int64_t>& cu_seqlens_q,
-                                 const std::vector<int64_t>& cu_seqlens_k, int64_t Hq,
-                                 int64_t Hkv, int64_t D, int64_t Dv, const AttentionMask& mask) {
+                                 const std::vector<double>& v, const std::vector<int64_t>& cu_seqlens_q,
+                                 const std::vector<int64_t>& cu_seqlens_k, int64_t Hq, int64_t Hkv, int64_t D,
+                                 int64_t Dv, const AttentionMask& mask) {
   require_heads(Hq, Hkv);
   require(!cu_seqlens_q.empty() && cu_seqlens_q.size() == cu_seqlens_k.size(),
           "attention_varlen: cu_seqlens_q and cu_seqlens_k must both be [B+1]");
   const int64_t B = static_cast<int64_t>(cu_seqlens_q.size()) - 1;
   for (int64_t b = 0; b < B; ++b)
-    require(cu_seqlens_q[sz(b)] <= cu_seqlens_q[sz(b + 1)] &&
-                cu_seqlens_k[sz(b)] <= cu_seqlens_k[sz(b + 1)],
+    require(cu_seqlens_q[sz(b)] <= cu_seqlens_q[sz(b + 1)] && cu_seqlens_k[sz(b)] <= cu_seqlens_k[sz(b + 1)],
             "attention_varlen: cu_seqlens must be non-decreasing");
   require(cu_seqlens_q[0] == 0 && cu_seqlens_k[0] == 0, "attention_varlen: cu_seqlens start at 0");
   const int64_t Tq = cu_seqlens_q.back(), Tk = cu_seqlens_k.back();
@@ -118,33 +111,27 @@ AttentionResult attention_varlen(const std::vector<double>& q, const std::vector
     const int64_t q0 = cu_seqlens_q[sz(b)], Sq = cu_seqlens_q[sz(b + 1)] - q0;
     const int64_t k0 = cu_seqlens_k[sz(b)], Sk = cu_seqlens_k[sz(b + 1)] - k0;
     for (int64_t h = 0; h < Hq; ++h)
-      attend_head(q.data() + (q0 * Hq + h) * D, Hq * D,
-                  k.data() + (k0 * Hkv + h / group) * D, Hkv * D,
+      attend_head(q.data() + (q0 * Hq + h) * D, Hq * D, k.data() + (k0 * Hkv + h / group) * D, Hkv * D,
                   v.data() + (k0 * Hkv + h / group) * Dv, Hkv * Dv, Sq, Sk, D, Dv, mask,
                   r.out.data() + (q0 * Hq + h) * Dv, Hq * Dv, r.lse.data() + h * Tq + q0);
   }
   return r;
 }
 
-std::vector<double> paged_attention(const std::vector<double>& q,
-                                    const std::vector<double>& k_cache,
-                                    const std::vector<double>& v_cache,
-                                    const std::vector<int64_t>& block_table,
-                                    const std::vector<int64_t>& seq_lens, int64_t Hq,
-                                    int64_t Hkv, int64_t D, int64_t Dv, int64_t block_size,
-                                    const AttentionMask& mask) {
+std::vector<double> paged_attention(const std::vector<double>& q, const std::vector<double>& k_cache,
+                                    const std::vector<double>& v_cache, const std::vector<int64_t>& block_table,
+                                    const std::vector<int64_t>& seq_lens, int64_t Hq, int64_t Hkv, int64_t D,
+                                    int64_t Dv, int64_t block_size, const AttentionMask& mask) {
   require_heads(Hq, Hkv);
   require(block_size > 0, "paged_attention: block_size must be positive");
   const int64_t B = static_cast<int64_t>(seq_lens.size());
   const int64_t block_elems = block_size * Hkv * D;
-  require(k_cache.size() % sz(block_elems) == 0,
-          "paged_attention: k_cache must be [num_blocks,block_size,Hkv,D]");
+  require(k_cache.size() % sz(block_elems) == 0, "paged_attention: k_cache must be [num_blocks,block_size,Hkv,D]");
   const int64_t num_blocks = static_cast<int64_t>(k_cache.size()) / block_elems;
   require(v_cache.size() == sz(num_blocks * block_size * Hkv * Dv),
           "paged_attention: v_cache must be [num_blocks,block_size,Hkv,Dv]");
   require(q.size() == sz(B * Hq * D), "paged_attention: q must be [B,Hq,D]");
-  require(B == 0 || block_table.size() % sz(B) == 0,
-          "paged_attention: block_table must be [B,max_blocks]");
+  require(B == 0 || block_table.size() % sz(B) == 0, "paged_attention: block_table must be [B,max_blocks]");
   const int64_t max_blocks = B == 0 ? 0 : static_cast<int64_t>(block_table.size()) / B;
   std::vector<double> out(sz(B * Hq * Dv));
   const int64_t group = Hq / Hkv;
@@ -163,16 +150,15 @@ std::vector<double> paged_attention(const std::vector<double>& q,
       }
       for (int64_t h = kh * group; h < (kh + 1) * group; ++h) {
         double lse = 0;  // paged attention returns no lse
-        attend_head(q.data() + (b * Hq + h) * D, D, keys.data(), D, values.data(), Dv, 1, L, D,
-                    Dv, mask, out.data() + (b * Hq + h) * Dv, Dv, &lse);
+        attend_head(q.data() + (b * Hq + h) * D, D, keys.data(), D, values.data(), Dv, 1, L, D, Dv, mask,
+                    out.data() + (b * Hq + h) * Dv, Dv, &lse);
       }
     }
   }
   return out;
 }
 
-std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight,
-                             double eps) {
+std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight, double eps) {
   const size_t N = weight.size();
   require(N > 0 && x.size() % N == 0, "rms_norm: x must be [M,N] with N = weight.size()");
   std::vector<double> out(x.size());
@@ -185,8 +171,7 @@ std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<dou
   return out;
 }
 
-FusedAddRmsNormResult fused_add_rms_norm(const std::vector<double>& x,
-                                         const std::vector<double>& residual,
+FusedAddRmsNormResult fused_add_rms_norm(const std::vector<double>& x, const std::vector<double>& residual,
                                          const std::vector<double>& weight, double eps) {
   require(x.size() == residual.size(), "fused_add_rms_norm: x and residual differ in size");
   FusedAddRmsNormResult r;
@@ -199,8 +184,7 @@ FusedAddRmsNormResult fused_add_rms_norm(const std::vector<double>& x,
 std::vector<double> swiglu(const std::vector<double>& gate, const std::vector<double>& up) {
   require(gate.size() == up.size(), "swiglu: gate and up differ in size");
   std::vector<double> out(gate.size());
-  for (size_t i = 0; i < gate.size(); ++i)
-    out[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+  for (size_t i = 0; i < gate.size(); ++i) out[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
   return out;
 }
 
@@ -217,8 +201,7 @@ std::vector<double> swiglu_packed(const std::vector<double>& x, int64_t N) {
 }
 
 std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta) {
-  require(rotary_dim > 0 && rotary_dim % 2 == 0 && max_pos >= 0,
-          "rope_cache: rotary_dim must be positive and even");
+  require(rotary_dim > 0 && rotary_dim % 2 == 0 && max_pos >= 0, "rope_cache: rotary_dim must be positive and even");
   const int64_t half = rotary_dim / 2;
   std::vector<double> cache(sz(max_pos * rotary_dim));
   for (int64_t p = 0; p < max_pos; ++p)
@@ -236,8 +219,7 @@ void rope(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t
           const std::vector<double>& cache, int64_t rotary_dim, bool neox) {
   const int64_t T = static_cast<int64_t>(positions.size());
   require(x.size() == sz(T * H * D), "rope: x must be [T,H,D] with T = positions.size()");
-  require(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= D,
-          "rope: rotary_dim must be positive, even and <= D");
+  require(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= D, "rope: rotary_dim must be positive, even and <= D");
   require(cache.size() % sz(rotary_dim) == 0, "rope: cache must be [max_pos,rotary_dim]");
   const int64_t max_pos = static_cast<int64_t>(cache.size()) / rotary_dim;
   const int64_t half = rotary_dim / 2;
@@ -259,8 +241,8 @@ void rope(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t
   }
 }
 
-std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& w,
-                           const std::vector<double>& bias, int64_t M, int64_t N, int64_t K) {
+std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& bias,
+                           int64_t M, int64_t N, int64_t K) {
   require(x.size() == sz(M * K), "linear: x must be [M,K]");
   require(w.size() == sz(N * K), "linear: w must be [N,K]");
   require(bias.empty() || bias.size() == sz(N), "linear: bias must be [N] or empty");

@@ -37,44 +37,37 @@ struct AttentionResult {
 
 // q[B,Sq,Hq,D], k[B,Sk,Hkv,D], v[B,Sk,Hkv,Dv] -> out[B,Sq,Hq,Dv], lse[B,Hq,Sq].
 // Query head h reads kv head h / (Hq / Hkv); Hq % Hkv == 0.
-AttentionResult attention(const std::vector<double>& q, const std::vector<double>& k,
-                          const std::vector<double>& v, int64_t B, int64_t Sq, int64_t Sk,
-                          int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+AttentionResult attention(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                          int64_t B, int64_t Sq, int64_t Sk, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
                           const AttentionMask& mask);
 
 // Packed sequences: q[Tq,Hq,D], k[Tk,Hkv,D], v[Tk,Hkv,Dv], cu_seqlens_q[B+1], cu_seqlens_k[B+1]
 // (non-decreasing, starting at 0, ending at Tq resp. Tk) -> out[Tq,Hq,Dv], lse[Hq,Tq].
 // Sequence b is an independent attention over rows cu[b]..cu[b+1]-1, aligned on its own.
 AttentionResult attention_varlen(const std::vector<double>& q, const std::vector<double>& k,
-                                 const std::vector<double>& v,
-                                 const std::vector<int64_t>& cu_seqlens_q,
-                                 const std::vector<int64_t>& cu_seqlens_k, int64_t Hq,
-                                 int64_t Hkv, int64_t D, int64_t Dv, const AttentionMask& mask);
+                                 const std::vector<double>& v, const std::vector<int64_t>& cu_seqlens_q,
+                                 const std::vector<int64_t>& cu_seqlens_k, int64_t Hq, int64_t Hkv, int64_t D,
+                                 int64_t Dv, const AttentionMask& mask);
 
 // One decode query per sequence: q[B,Hq,D], k_cache[num_blocks,block_size,Hkv,D],
 // v_cache[num_blocks,block_size,Hkv,Dv], block_table[B,max_blocks], seq_lens[B] -> out[B,Hq,Dv].
 // Sequence b (L = seq_lens[b]) attends keys 0..L-1 as attention with Sq=1, Sk=L; key j is slot
 // j % block_size of block block_table[b][j / block_size]. L == 0 gives a zero row.
-std::vector<double> paged_attention(const std::vector<double>& q,
-                                    const std::vector<double>& k_cache,
-                                    const std::vector<double>& v_cache,
-                                    const std::vector<int64_t>& block_table,
-                                    const std::vector<int64_t>& seq_lens, int64_t Hq,
-                                    int64_t Hkv, int64_t D, int64_t Dv, int64_t block_size,
-                                    const AttentionMask& mask);
+std::vector<double> paged_attention(const std::vector<double>& q, const std::vector<double>& k_cache,
+                                    const std::vector<double>& v_cache, const std::vector<int64_t>& block_table,
+                                    const std::vector<int64_t>& seq_lens, int64_t Hq, int64_t Hkv, int64_t D,
+                                    int64_t Dv, int64_t block_size, const AttentionMask& mask);
 
 // x[M,N], weight[N] -> out[M,N] = x / sqrt(mean(x^2) + eps) * weight, per row.
-std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight,
-                             double eps);
+std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight, double eps);
 
 struct FusedAddRmsNormResult {
-  std::vector<double> out;       // [M,N] rms_norm(new_residual)
+  std::vector<double> out;  // [M,N] rms_norm(new_residual)
   std::vector<double> residual;  // [M,N] x + residual
 };
 
 // x[M,N], residual[M,N], weight[N] -> {rms_norm(x + residual), x + residual}.
-FusedAddRmsNormResult fused_add_rms_norm(const std::vector<double>& x,
-                                         const std::vector<double>& residual,
+FusedAddRmsNormResult fused_add_rms_norm(const std::vector<double>& x, const std::vector<double>& residual,
                                          const std::vector<double>& weight, double eps);
 
 // gate[M,N], up[M,N] -> out[M,N] = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
@@ -95,7 +88,7 @@ void rope(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t
           const std::vector<double>& cache, int64_t rotary_dim, bool neox);
 
 // x[M,K], w[N,K], bias[N] or empty -> out[M,N] = x @ w^T + bias.
-std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& w,
-                           const std::vector<double>& bias, int64_t M, int64_t N, int64_t K);
+std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& bias,
+                           int64_t M, int64_t N, int64_t K);
 
 }  // namespace xhal::golden

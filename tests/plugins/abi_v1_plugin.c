@@ -6,8 +6,7 @@
 struct v1_host_api;
 struct v1_plugin_api;
 
-int xhal_plugin_init(const struct v1_host_api* host, struct v1_plugin_api* api, char* reason,
-                     size_t reason_len) {
+int xhal_plugin_init(const struct v1_host_api* host, struct v1_plugin_api* api, char* reason, size_t reason_len) {
   (void)host;
   (void)api;
   (void)reason;

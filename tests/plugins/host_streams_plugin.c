@@ -44,8 +44,7 @@ static xhal_status record(void* self, int32_t device, void* event, void* stream,
   }
   return XHAL_OK;
 }
-static xhal_status elapsed_ms(void* self, int32_t device, void* start, void* end, float* ms, char* msg,
-                              size_t len) {
+static xhal_status elapsed_ms(void* self, int32_t device, void* start, void* end, float* ms, char* msg, size_t len) {
   (void)self, (void)device, (void)msg, (void)len;
   *ms = (float)(atomic_load(&((host_event*)end)->recorded_ns) - atomic_load(&((host_event*)start)->recorded_ns)) / 1e6f;
   return XHAL_OK;
@@ -86,8 +85,7 @@ static xhal_status rms_norm(void* ctx, const xhal_op_call* call, char* msg, size
   return XHAL_OK;
 }
 
-xhal_status xhal_plugin_init(const xhal_host_api* host, xhal_plugin_api* api, char* reason,
-                             size_t reason_len) {
+xhal_status xhal_plugin_init(const xhal_host_api* host, xhal_plugin_api* api, char* reason, size_t reason_len) {
   (void)reason;
   (void)reason_len;
   fill_host_memory_device(api, "ze", "host streams (stress test)");

@@ -2,8 +2,7 @@
  * against an older header might): refused naming the member, the kernel it registered dropped. */
 #include "test_plugin_support.h"
 
-xhal_status xhal_plugin_init(const xhal_host_api* host, xhal_plugin_api* api, char* reason,
-                             size_t reason_len) {
+xhal_status xhal_plugin_init(const xhal_host_api* host, xhal_plugin_api* api, char* reason, size_t reason_len) {
   (void)reason;
   (void)reason_len;
   register_doomed_kernel(host, "incomplete.rms_norm");

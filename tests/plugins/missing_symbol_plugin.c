@@ -4,8 +4,7 @@
 
 extern int xhal_test_vendor_symbol_that_does_not_exist(void);
 
-xhal_status xhal_plugin_init(const xhal_host_api* host, xhal_plugin_api* api, char* reason,
-                             size_t reason_len) {
+xhal_status xhal_plugin_init(const xhal_host_api* host, xhal_plugin_api* api, char* reason, size_t reason_len) {
   (void)host;
   (void)api;
   (void)reason;
