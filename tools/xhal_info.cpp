@@ -2,7 +2,7 @@
 // memory, the default device BACKEND_TYPE selects, and every registered kernel. `--json` prints the
 // same as one JSON object. Exits 2 when BACKEND_TYPE names no usable backend (after printing the
 // rest), so scripts fail fast. `--trace-summary FILE [--top N]` prints the top ops of an XHAL_TRACE
-// file by time instead.
+// file by time instead; `--ops` the op table (each op, its tensors, its parameter struct).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +13,7 @@
 
 #include "core/json_text.hpp"
 #include "trace_summary.hpp"
+#include "xhal/op_table.h"
 #include "xhal/xhal.h"
 #include "xhal/xhal.hpp"
 
@@ -113,11 +114,33 @@ void print_json(const Report& r) {
 
 }  // namespace
 
+// One line per op of the op table: "rms_norm(x in, weight in, out out) xhal_norm_op_params".
+int print_ops() {
+  struct Row {
+    const char* op;
+    const char* params;
+    std::string tensors;
+  };
+#define XHAL_INFO_OP_ROW(NAME, name, params) Row{#name, #params, ""},
+  std::vector<Row> rows{XHAL_OPS(XHAL_INFO_OP_ROW)};
+#undef XHAL_INFO_OP_ROW
+  static constexpr const char* kRoles[] = {"in", "out", "inout"};
+#define XHAL_INFO_TENSOR_ROW(OP, NAME, name, slot, role, optional)                                              \
+  rows[XHAL_OP_##OP].tensors += fmt::format("{}{} {}{}", rows[XHAL_OP_##OP].tensors.empty() ? "" : ", ", #name, \
+                                            kRoles[role], (optional) ? " optional" : "");
+  XHAL_OP_TENSORS(XHAL_INFO_TENSOR_ROW)
+#undef XHAL_INFO_TENSOR_ROW
+  for (const Row& r : rows) std::printf("%s(%s) %s\n", r.op, r.tensors.c_str(), r.params);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   bool json = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "--ops") == 0) {
+      return print_ops();
     } else if (std::strcmp(argv[i], "--version") == 0) {
       std::printf("xhal %s (headers %s), plugin ABI %d\n", xhal_version(), XHAL_VERSION_STRING,
                   XHAL_PLUGIN_ABI_VERSION);
@@ -126,7 +149,7 @@ int main(int argc, char** argv) {
       const int top = i + 3 < argc && std::strcmp(argv[i + 2], "--top") == 0 ? std::atoi(argv[i + 3]) : 0;
       return print_trace_summary(argv[i + 1], top);
     } else {
-      std::fprintf(stderr, "usage: xhal-info [--json] | --version | --trace-summary FILE [--top N]\n");
+      std::fprintf(stderr, "usage: xhal-info [--json] | --ops | --version | --trace-summary FILE [--top N]\n");
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 1;
     }
   }
