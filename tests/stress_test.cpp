@@ -1,5 +1,5 @@
 // Concurrency stress test, built and run under ThreadSanitizer by .ci/run (and as a plain test by
-// tools/test.sh): 8 threads start the runtime together, then dispatch ops while allocating and
+// .ci/test.sh): 8 threads start the runtime together, then dispatch ops while allocating and
 // freeing on several streams, while kernels are registered and unregistered, and while the trace
 // and the shadow check are switched on and off, and while the trace waits for device time. Each
 // thread checks its own results; TSan checks the rest. The host-streams test plugin (tests/plugins/host_streams_plugin.c) gives the ze

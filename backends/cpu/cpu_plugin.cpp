@@ -10,11 +10,12 @@
 #include <fstream>
 #include <string>
 
+#include "cpu_detection.hpp"
 #include "kernels/cpu/amx.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/blas.hpp"
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/onednn.hpp"
-#include "kernels/cpu/simd.hpp"
 #include "kernels/cpu/stream_copy.hpp"
 #include "xhal/plugin.h"
 
@@ -23,30 +24,6 @@ namespace {
 xhal_status fail(char* msg, size_t len, xhal_status status, const char* message) {
   std::snprintf(msg, len, "%s", message);
   return status;
-}
-
-std::string cpu_model_name() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "cpu";
-}
-
-// The widest SIMD level the CPU offers, with its f32 lane count.
-const char* simd_arch(int* lanes) {
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f")) return *lanes = 16, "avx512";
-  if (__builtin_cpu_supports("avx2")) return *lanes = 8, "avx2";
-  return *lanes = 4, "sse2";
-#elif defined(__aarch64__)
-  return *lanes = 4, "neon";
-#else
-  return *lanes = 1, "scalar";
-#endif
 }
 
 int32_t device_count(void*, char*, size_t) { return 1; }
@@ -80,7 +57,7 @@ xhal_status query_int(void*, int32_t device, xhal_query key, int64_t* value, cha
       mem_info(nullptr, 0, &free_bytes, &total_bytes, msg, len);
       return *value = int64_t(total_bytes), XHAL_OK;
     case XHAL_QUERY_COMPUTE_UNITS: return *value = omp_get_max_threads(), XHAL_OK;
-    case XHAL_QUERY_WARP_SIZE: return simd_arch(&lanes), *value = lanes, XHAL_OK;
+    case XHAL_QUERY_WARP_SIZE: return xhal::cpu::simd_arch(&lanes), *value = lanes, XHAL_OK;
     default: return fail(msg, len, XHAL_ERR_UNSUPPORTED, "not an integer property of the cpu plugin");
   }
 }
@@ -89,8 +66,8 @@ xhal_status query_text(void*, int32_t device, xhal_query key, char* value, size_
   if (auto s = check_device(device, msg, len); s != XHAL_OK) return s;
   int lanes = 1;
   switch (key) {
-    case XHAL_QUERY_NAME: return std::snprintf(value, value_len, "%s", cpu_model_name().c_str()), XHAL_OK;
-    case XHAL_QUERY_ARCH: return std::snprintf(value, value_len, "%s", simd_arch(&lanes)), XHAL_OK;
+    case XHAL_QUERY_NAME: return std::snprintf(value, value_len, "%s", xhal::cpu::cpu_model_name().c_str()), XHAL_OK;
+    case XHAL_QUERY_ARCH: return std::snprintf(value, value_len, "%s", xhal::cpu::simd_arch(&lanes)), XHAL_OK;
     default: return fail(msg, len, XHAL_ERR_UNSUPPORTED, "not a text property of the cpu plugin");
   }
 }
@@ -156,7 +133,7 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(c
     return XHAL_ERR_UNSUPPORTED;
   }
   // The plugin's one variable of its own (docs/configuration.md); before any kernel is chosen.
-  static const std::string unknown_disable = xhal::cpu::apply_cpu_disable(std::getenv("XHAL_CPU_DISABLE"));
+  static const std::string unknown_disable = xhal::cpu::configure_cpu_features(std::getenv("XHAL_CPU_DISABLE"));
   if (!unknown_disable.empty()) {
     std::snprintf(reason, reason_len, "XHAL_CPU_DISABLE names %s; known: %s", unknown_disable.c_str(),
                   xhal::cpu::kCpuDisableNames);

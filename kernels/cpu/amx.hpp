@@ -13,7 +13,7 @@
 #include <unistd.h>
 #endif
 
-#include "simd.hpp"
+#include "cpu_features.hpp"
 
 namespace xhal::cpu {
 

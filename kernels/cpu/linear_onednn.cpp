@@ -14,7 +14,7 @@
 #include "kernel_registration.hpp"
 #include "onednn.hpp"
 #include "scratch.hpp"
-#include "simd.hpp"
+#include "cpu_features.hpp"
 
 namespace xhal::cpu {
 namespace {

@@ -20,7 +20,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/element.hpp"
-#include "kernels/cpu/simd.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/stream_threshold.hpp"
 
 HWY_BEFORE_NAMESPACE();

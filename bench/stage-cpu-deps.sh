@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 arch=$(gcc -dumpmachine)
 dest=.deps/cpu/usr
 for f in /usr/include/hwy/highway.h /usr/lib/"$arch"/openblas-openmp/libopenblas.so.0; do
-  [ -e "$f" ] || { echo "missing $f: run tools/install-deps.sh first" >&2; exit 1; }
+  [ -e "$f" ] || { echo "missing $f: run .ci/install-deps.sh first" >&2; exit 1; }
 done
 rm -rf .deps/cpu
 mkdir -p "$dest/include/$arch" "$dest/lib/$arch/cmake"

@@ -5,7 +5,7 @@
 # two alternated ROUNDS times (default 2). Prints one table: medians per run, the speed-up, the
 # fraction of the ceiling measured beside each call, and llama_block's measured speed-up against
 # the one its per-op times and the benchmarks' speed-ups predict.
-# Usage: tools/cpu-before-after.sh [BIN_DIR (default build/bin)] [ROUNDS]; raw JSON under $OUT
+# Usage: bench/cpu-before-after.sh [BIN_DIR (default build/bin)] [ROUNDS]; raw JSON under $OUT
 # (default ./cpu-before-after-out).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,7 +4,7 @@
 # them for the sanitizer build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/install-deps.sh
+.ci/install-deps.sh
 build=${XHAL_BUILD_DIR:-build}
 # shellcheck disable=SC2086
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${XHAL_BUILD_TYPE:-RelWithDebInfo} ${XHAL_CMAKE_ARGS:-}

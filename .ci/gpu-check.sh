@@ -2,12 +2,12 @@
 # One iteration on the GPU machine: configure and build with CUDA for sm_90, run the test suite
 # (the conformance suite on cuda included), compute-sanitizer memcheck on the cuda conformance
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
-# print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: tools/gpu-check.sh [--quick]
+# print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: .ci/gpu-check.sh [--quick]
 # GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
 # trace, memcheck, bench, before_after (with GPU_BEFORE_SRC, an unpacked older source tree:
-# tools/gpu-before-after.sh), linear, comm, peers, cpu (the CPU backend's SIMD kernels and xhal-bench's
-# read_bound cases, when tools/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along;
-# CPU_BEFORE_AFTER=N adds N rounds of tools/cpu-before-after.sh; CPU_AB_PLUGIN=DIR adds
+# .ci/gpu-before-after.sh), linear, comm, peers, cpu (the CPU backend's SIMD kernels and xhal-bench's
+# read_bound cases, when bench/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along;
+# CPU_BEFORE_AFTER=N adds N rounds of bench/cpu-before-after.sh; CPU_AB_PLUGIN=DIR adds
 # CPU_AB_ROUNDS (2) rounds of xhal-bench with CPU_BENCH_FILTER, a cpu plugin in DIR (libxhal_cpu.so
 # built here from another commit, carried) alternated with this build's), cpu_peers (with cpu: the
 # PyTorch comparison on the CPU). The CUDA build runs unless only cpu stages are asked for.
@@ -148,12 +148,12 @@ if want bench; then
 fi
 
 if want before_after && [ -n "${GPU_BEFORE_SRC:-}" ]; then
-  tools/gpu-before-after.sh "$GPU_BEFORE_SRC" "$out" "${GPU_BEFORE_ROUNDS:-3}" | tee "$out/before-after.txt"
+  .ci/gpu-before-after.sh "$GPU_BEFORE_SRC" "$out" "${GPU_BEFORE_ROUNDS:-3}" | tee "$out/before-after.txt"
   note "before/after: $(grep -c '%$' "$out/before-after.txt") cases, see before-after.txt"
 fi
 
 # The CPU backend with its SIMD and BLAS kernels on this machine's CPU, when Highway and OpenBLAS
-# were carried in (tools/stage-cpu-deps.sh; the image has neither): conformance on every CPU path
+# were carried in (bench/stage-cpu-deps.sh; the image has neither): conformance on every CPU path
 # this CPU can take, then the CPU benchmarks on all its cores.
 if want cpu; then
   [ -f .deps/cpu.tar.gz ] && [ ! -d .deps/cpu ] && tar -xzf .deps/cpu.tar.gz -C .deps
@@ -205,7 +205,7 @@ if want cpu; then
         sed -n '/^op /,$p' "$out/cpu-peers.txt"
       fi
       if [ -n "${CPU_BEFORE_AFTER:-}" ]; then
-        OUT="$out/cpu-before-after" tools/cpu-before-after.sh "$cpu_build/bin" "$CPU_BEFORE_AFTER" >"$out/cpu-before-after.txt" 2>&1
+        OUT="$out/cpu-before-after" bench/cpu-before-after.sh "$cpu_build/bin" "$CPU_BEFORE_AFTER" >"$out/cpu-before-after.txt" 2>&1
         note "cpu before/after (reference kernels vs SIMD/BLAS, $CPU_BEFORE_AFTER rounds): exit $?"
         sed -n '/^| op /,$p' "$out/cpu-before-after.txt"
       fi
@@ -214,7 +214,7 @@ if want cpu; then
       tail -n 20 "$out/cpu-configure.log" "$out/cpu-build.log"
     fi
   else
-    note "cpu: skipped (no Highway under .deps/cpu: run tools/stage-cpu-deps.sh and carry .deps/cpu.tar.gz)"
+    note "cpu: skipped (no Highway under .deps/cpu: run bench/stage-cpu-deps.sh and carry .deps/cpu.tar.gz)"
   fi
 fi
 

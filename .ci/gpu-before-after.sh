@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # xhal-bench of this tree's CUDA build against an older tree's, on one GPU, alternated so that both
 # see the same clocks and neighbours. Usage (on the GPU machine, after gpu-check built build-gpu):
-#   tools/gpu-before-after.sh BEFORE_SRC_DIR OUT_DIR [ROUNDS]
+#   .ci/gpu-before-after.sh BEFORE_SRC_DIR OUT_DIR [ROUNDS]
 # BEFORE_SRC_DIR is an unpacked source tree (git archive of the older commit); it is built into
 # build-gpu-before with the CMake arguments of gpu-check (XHAL_GPU_CMAKE_ARGS). GPU_BENCH_FILTER
 # picks the cases (default: every op). Prints each case's median over the rounds, before and after.

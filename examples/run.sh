@@ -4,7 +4,7 @@
 # backend (BACKEND_TYPE, default auto).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/install-deps.sh
+.ci/install-deps.sh
 build=${XHAL_BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build"
