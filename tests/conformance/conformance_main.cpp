@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
     xhal::test::set_conformance_backends(backends);
   }
   int count = int(rest.size());
+  rest.push_back(nullptr);  // argv[argc]: GoogleTest moves it down as it removes its flags
   ::testing::InitGoogleTest(&count, rest.data());
   ::testing::UnitTest::GetInstance()->listeners().Append(new xhal::test::OpSummary());
   return RUN_ALL_TESTS();
