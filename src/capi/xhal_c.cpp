@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/op_table.hpp"
 #include "xhal/xhal.hpp"
 
 namespace {
@@ -60,9 +61,14 @@ xhal::TensorView view(const DLTensor* t, const char* op, const char* arg) {
   }
 }
 
-std::optional<xhal::TensorView> optional_view(const DLTensor* t, const char* op, const char* arg) {
+// The same for a tensor of an op, named by its slot in the op table.
+xhal::TensorView view(const DLTensor* t, xhal::Op op, int slot) {
+  return view(t, std::string(xhal::op_name(op)).c_str(), std::string(xhal::slot_name(op, slot)).c_str());
+}
+
+std::optional<xhal::TensorView> optional_view(const DLTensor* t, xhal::Op op, int slot) {
   if (t == nullptr) return std::nullopt;
-  return view(t, op, arg);
+  return view(t, op, slot);
 }
 
 xhal::AttentionParams attention_params(const xhal_attention_params* p) {
@@ -131,11 +137,11 @@ xhal_attention_params xhal_attention_params_default(void) { return {0.0f, 0, -1,
 xhal_status xhal_attention(const DLTensor* q, const DLTensor* k, const DLTensor* v, const DLTensor* out,
                            const xhal_attention_params* params, const DLTensor* lse, void* stream) {
   return guarded([&] {
-    auto o = view(out, "attention", "out");
-    auto l = optional_view(lse, "attention", "lse");
+    auto o = view(out, xhal::Op::attention, XHAL_ATTENTION_OUT);
+    auto l = optional_view(lse, xhal::Op::attention, XHAL_ATTENTION_LSE);
     auto s = stream_for(o, stream);
-    xhal::ops::attention(view(q, "attention", "q"), view(k, "attention", "k"), view(v, "attention", "v"), o,
-                         attention_params(params), ptr(l), ptr(s));
+    xhal::ops::attention(view(q, xhal::Op::attention, XHAL_ATTENTION_Q), view(k, xhal::Op::attention, XHAL_ATTENTION_K),
+                         view(v, xhal::Op::attention, XHAL_ATTENTION_V), o, attention_params(params), ptr(l), ptr(s));
   });
 }
 
@@ -143,13 +149,14 @@ xhal_status xhal_attention_varlen(const DLTensor* q, const DLTensor* k, const DL
                                   const DLTensor* cu_k, int64_t max_q, int64_t max_k, const DLTensor* out,
                                   const xhal_attention_params* params, const DLTensor* lse, void* stream) {
   return guarded([&] {
-    const char* op = "attention_varlen";
-    auto o = view(out, op, "out");
-    auto l = optional_view(lse, op, "lse");
+    constexpr xhal::Op op = xhal::Op::attention_varlen;
+    auto o = view(out, op, XHAL_ATTENTION_VARLEN_OUT);
+    auto l = optional_view(lse, op, XHAL_ATTENTION_VARLEN_LSE);
     auto s = stream_for(o, stream);
-    xhal::ops::attention_varlen(view(q, op, "q"), view(k, op, "k"), view(v, op, "v"), view(cu_q, op, "cu_seqlens_q"),
-                                view(cu_k, op, "cu_seqlens_k"), max_q, max_k, o, attention_params(params), ptr(l),
-                                ptr(s));
+    xhal::ops::attention_varlen(
+        view(q, op, XHAL_ATTENTION_VARLEN_Q), view(k, op, XHAL_ATTENTION_VARLEN_K),
+        view(v, op, XHAL_ATTENTION_VARLEN_V), view(cu_q, op, XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q),
+        view(cu_k, op, XHAL_ATTENTION_VARLEN_CU_SEQLENS_K), max_q, max_k, o, attention_params(params), ptr(l), ptr(s));
   });
 }
 
@@ -157,58 +164,62 @@ xhal_status xhal_paged_attention(const DLTensor* q, const DLTensor* k_cache, con
                                  const DLTensor* block_table, const DLTensor* seq_lens, const DLTensor* out,
                                  const xhal_attention_params* params, void* stream) {
   return guarded([&] {
-    const char* op = "paged_attention";
-    auto o = view(out, op, "out");
+    constexpr xhal::Op op = xhal::Op::paged_attention;
+    auto o = view(out, op, XHAL_PAGED_ATTENTION_OUT);
     auto s = stream_for(o, stream);
-    xhal::ops::paged_attention(view(q, op, "q"), view(k_cache, op, "k_cache"), view(v_cache, op, "v_cache"),
-                               view(block_table, op, "block_table"), view(seq_lens, op, "seq_lens"), o,
-                               attention_params(params), ptr(s));
+    xhal::ops::paged_attention(view(q, op, XHAL_PAGED_ATTENTION_Q), view(k_cache, op, XHAL_PAGED_ATTENTION_K_CACHE),
+                               view(v_cache, op, XHAL_PAGED_ATTENTION_V_CACHE),
+                               view(block_table, op, XHAL_PAGED_ATTENTION_BLOCK_TABLE),
+                               view(seq_lens, op, XHAL_PAGED_ATTENTION_SEQ_LENS), o, attention_params(params), ptr(s));
   });
 }
 
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream) {
   return guarded([&] {
-    auto o = view(out, "rms_norm", "out");
+    auto o = view(out, xhal::Op::rms_norm, XHAL_RMS_NORM_OUT);
     auto s = stream_for(o, stream);
-    xhal::ops::rms_norm(view(x, "rms_norm", "x"), view(weight, "rms_norm", "weight"), eps, o, ptr(s));
+    xhal::ops::rms_norm(view(x, xhal::Op::rms_norm, XHAL_RMS_NORM_X),
+                        view(weight, xhal::Op::rms_norm, XHAL_RMS_NORM_WEIGHT), eps, o, ptr(s));
   });
 }
 
 xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual, const DLTensor* weight, float eps,
                                     const DLTensor* out, void* stream) {
   return guarded([&] {
-    const char* op = "fused_add_rms_norm";
-    auto o = view(out, op, "out");
+    constexpr xhal::Op op = xhal::Op::fused_add_rms_norm;
+    auto o = view(out, op, XHAL_FUSED_ADD_RMS_NORM_OUT);
     auto s = stream_for(o, stream);
-    xhal::ops::fused_add_rms_norm(view(x, op, "x"), view(residual, op, "residual"), view(weight, op, "weight"), eps, o,
-                                  ptr(s));
+    xhal::ops::fused_add_rms_norm(view(x, op, XHAL_FUSED_ADD_RMS_NORM_X),
+                                  view(residual, op, XHAL_FUSED_ADD_RMS_NORM_RESIDUAL),
+                                  view(weight, op, XHAL_FUSED_ADD_RMS_NORM_WEIGHT), eps, o, ptr(s));
   });
 }
 
 xhal_status xhal_swiglu(const DLTensor* gate, const DLTensor* up, const DLTensor* out, void* stream) {
   return guarded([&] {
-    auto o = view(out, "swiglu", "out");
+    auto o = view(out, xhal::Op::swiglu, XHAL_SWIGLU_OUT);
     auto s = stream_for(o, stream);
-    xhal::ops::swiglu(view(gate, "swiglu", "gate"), view(up, "swiglu", "up"), o, ptr(s));
+    xhal::ops::swiglu(view(gate, xhal::Op::swiglu, XHAL_SWIGLU_GATE), view(up, xhal::Op::swiglu, XHAL_SWIGLU_UP), o,
+                      ptr(s));
   });
 }
 
 xhal_status xhal_swiglu_packed(const DLTensor* x, const DLTensor* out, void* stream) {
   return guarded([&] {
-    auto o = view(out, "swiglu_packed", "out");
+    auto o = view(out, xhal::Op::swiglu_packed, XHAL_SWIGLU_PACKED_OUT);
     auto s = stream_for(o, stream);
-    xhal::ops::swiglu_packed(view(x, "swiglu_packed", "x"), o, ptr(s));
+    xhal::ops::swiglu_packed(view(x, xhal::Op::swiglu_packed, XHAL_SWIGLU_PACKED_X), o, ptr(s));
   });
 }
 
 xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* positions, const DLTensor* cos_sin_cache,
                       int32_t neox, void* stream) {
   return guarded([&] {
-    auto qv = view(q, "rope", "q");
+    auto qv = view(q, xhal::Op::rope, XHAL_ROPE_Q);
     auto s = stream_for(qv, stream);
-    xhal::ops::rope(qv, view(k, "rope", "k"), view(positions, "rope", "positions"),
-                    view(cos_sin_cache, "rope", "cos_sin_cache"), neox ? xhal::RopeStyle::neox : xhal::RopeStyle::gptj,
-                    ptr(s));
+    xhal::ops::rope(qv, view(k, xhal::Op::rope, XHAL_ROPE_K), view(positions, xhal::Op::rope, XHAL_ROPE_POSITIONS),
+                    view(cos_sin_cache, xhal::Op::rope, XHAL_ROPE_COS_SIN_CACHE),
+                    neox ? xhal::RopeStyle::neox : xhal::RopeStyle::gptj, ptr(s));
   });
 }
 
@@ -231,10 +242,11 @@ xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, c
 
 xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bias, const DLTensor* out, void* stream) {
   return guarded([&] {
-    auto o = view(out, "linear", "out");
-    auto b = optional_view(bias, "linear", "bias");
+    auto o = view(out, xhal::Op::linear, XHAL_LINEAR_OUT);
+    auto b = optional_view(bias, xhal::Op::linear, XHAL_LINEAR_BIAS);
     auto s = stream_for(o, stream);
-    xhal::ops::linear(view(x, "linear", "x"), view(w, "linear", "w"), ptr(b), o, ptr(s));
+    xhal::ops::linear(view(x, xhal::Op::linear, XHAL_LINEAR_X), view(w, xhal::Op::linear, XHAL_LINEAR_W), ptr(b), o,
+                      ptr(s));
   });
 }
 

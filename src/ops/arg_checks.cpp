@@ -5,17 +5,20 @@
 
 #include <fmt/format.h>
 
+#include "core/op_table.hpp"
 #include "ops/memory_overlap.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal::ops {
 
-void ArgChecks::fail(std::string_view arg, std::string_view expected, std::string_view got) const {
+std::string_view ArgChecks::name(Arg arg) const { return arg.slot >= 0 ? slot_name(op_, arg.slot) : arg.text; }
+
+void ArgChecks::fail(Arg arg, std::string_view expected, std::string_view got) const {
   throw Error(Errc::invalid_argument,
-              fmt::format("xhal::ops::{}: argument '{}': expected {}, got {}", op_name(op_), arg, expected, got));
+              fmt::format("xhal::ops::{}: argument '{}': expected {}, got {}", op_name(op_), name(arg), expected, got));
 }
 
-void ArgChecks::tensor(std::string_view arg, const TensorView& t, int rank, bool inner_contiguous) const {
+void ArgChecks::tensor(Arg arg, const TensorView& t, int rank, bool inner_contiguous) const {
   if (t.ndim() != rank) {
     fail(arg, fmt::format("rank {}", rank), fmt::format("rank {} with shape {}", t.ndim(), shape_str(t)));
   }
@@ -47,24 +50,24 @@ void ArgChecks::tensor(std::string_view arg, const TensorView& t, int rank, bool
   }
 }
 
-void ArgChecks::min_rank(std::string_view arg, const TensorView& t, int rank) const {
+void ArgChecks::min_rank(Arg arg, const TensorView& t, int rank) const {
   if (t.ndim() < rank) {
     fail(arg, fmt::format("rank >= {}", rank), fmt::format("rank {}", t.ndim()));
   }
   tensor(arg, t, t.ndim());
 }
 
-void ArgChecks::float_dtype(std::string_view arg, const TensorView& t) const {
+void ArgChecks::float_dtype(Arg arg, const TensorView& t) const {
   dtype_in(arg, t, {DType::f32, DType::f16, DType::bf16});
 }
 
-void ArgChecks::dtype(std::string_view arg, const TensorView& t, DType expected, std::string_view why) const {
+void ArgChecks::dtype(Arg arg, const TensorView& t, DType expected, std::string_view why) const {
   if (t.dtype() != expected) {
     fail(arg, fmt::format("dtype {}{}", dtype_name(expected), why), dtype_name(t.dtype()));
   }
 }
 
-void ArgChecks::dtype_in(std::string_view arg, const TensorView& t, std::initializer_list<DType> allowed) const {
+void ArgChecks::dtype_in(Arg arg, const TensorView& t, std::initializer_list<DType> allowed) const {
   for (DType d : allowed) {
     if (t.dtype() == d) return;
   }
@@ -73,43 +76,40 @@ void ArgChecks::dtype_in(std::string_view arg, const TensorView& t, std::initial
   fail(arg, fmt::format("dtype {}", fmt::join(names, " or ")), dtype_name(t.dtype()));
 }
 
-void ArgChecks::dim(std::string_view arg, const TensorView& t, int dim, int64_t expected,
-                    std::string_view meaning) const {
+void ArgChecks::dim(Arg arg, const TensorView& t, int dim, int64_t expected, std::string_view meaning) const {
   if (t.size(dim) != expected) {
     fail(arg, fmt::format("size {} in dim {} ({})", expected, dim, meaning),
          fmt::format("{} (shape {})", t.size(dim), shape_str(t)));
   }
 }
 
-void ArgChecks::same_shape(std::string_view arg, const TensorView& t, const TensorView& like,
-                           std::string_view like_name) const {
+void ArgChecks::same_shape(Arg arg, const TensorView& t, const TensorView& like, Arg like_name) const {
   if (!std::equal(t.shape().begin(), t.shape().end(), like.shape().begin(), like.shape().end())) {
-    fail(arg, fmt::format("shape {} (same as {})", shape_str(like), like_name), shape_str(t));
+    fail(arg, fmt::format("shape {} (same as {})", shape_str(like), name(like_name)), shape_str(t));
   }
 }
 
-void ArgChecks::same_device(std::string_view arg, const TensorView& t, Device expected,
-                            std::string_view expected_from) const {
+void ArgChecks::same_device(Arg arg, const TensorView& t, Device expected, Arg expected_from) const {
   if (!(t.device() == expected)) {
-    fail(arg, fmt::format("device {} (that of {})", expected.str(), expected_from), t.device().str());
+    fail(arg, fmt::format("device {} (that of {})", expected.str(), name(expected_from)), t.device().str());
   }
 }
 
-void ArgChecks::apart(std::string_view arg, const TensorView& t,
-                      std::initializer_list<std::pair<std::string_view, const TensorView*>> others) const {
-  for (const auto& [name, other] : others) {
+void ArgChecks::apart(Arg arg, const TensorView& t,
+                      std::initializer_list<std::pair<Arg, const TensorView*>> others) const {
+  for (const auto& [other_arg, other] : others) {
     if (other != nullptr && may_overlap(t, *other)) {
-      fail(arg, fmt::format("memory apart from '{}'", name),
-           fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), name, other->nbytes(),
-                       other->data()));
+      const std::string_view other_name = name(other_arg);
+      fail(arg, fmt::format("memory apart from '{}'", other_name),
+           fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), other_name,
+                       other->nbytes(), other->data()));
     }
   }
 }
 
-void ArgChecks::apart_or_in_place(std::string_view arg, const TensorView& t, std::string_view other_name,
-                                  const TensorView& other) const {
+void ArgChecks::apart_or_in_place(Arg arg, const TensorView& t, Arg other_name, const TensorView& other) const {
   if (same_view(t, other) || !may_overlap(t, other)) return;
-  fail(arg, fmt::format("memory apart from '{}', or '{}' itself (in place)", other_name, other_name),
+  fail(arg, fmt::format("memory apart from '{}', or '{}' itself (in place)", name(other_name), name(other_name)),
        fmt::format("a view partly overlapping it ({} at {}, strides [{}], vs {} at {}, strides [{}])", shape_str(t),
                    t.data(), fmt::join(t.strides(), ", "), shape_str(other), other.data(),
                    fmt::join(other.strides(), ", ")));

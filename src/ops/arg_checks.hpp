@@ -13,28 +13,38 @@
 
 namespace xhal::ops {
 
+// An argument in an error message: a tensor by its slot (XHAL_RMS_NORM_X: its name comes from the
+// op table) or a scalar by its name ("eps").
+struct Arg {
+  Arg(int tensor_slot) : slot(tensor_slot) {}
+  Arg(const char* scalar_name) : text(scalar_name) {}
+  int slot = -1;
+  std::string_view text;
+};
+
 class ArgChecks {
  public:
   explicit ArgChecks(Op op) : op_(op) {}
 
-  [[noreturn]] void fail(std::string_view arg, std::string_view expected, std::string_view got) const;
+  [[noreturn]] void fail(Arg arg, std::string_view expected, std::string_view got) const;
 
   // Rank, data present when non-empty, no size overflow, inner stride 1 (when `inner_contiguous`).
-  void tensor(std::string_view arg, const TensorView& t, int rank, bool inner_contiguous = true) const;
-  void min_rank(std::string_view arg, const TensorView& t, int rank) const;
-  void float_dtype(std::string_view arg, const TensorView& t) const;  // f32, f16 or bf16
-  void dtype(std::string_view arg, const TensorView& t, DType expected, std::string_view why) const;
-  void dtype_in(std::string_view arg, const TensorView& t, std::initializer_list<DType> allowed) const;
-  void dim(std::string_view arg, const TensorView& t, int dim, int64_t expected, std::string_view meaning) const;
-  void same_shape(std::string_view arg, const TensorView& t, const TensorView& like, std::string_view like_name) const;
-  void same_device(std::string_view arg, const TensorView& t, Device expected, std::string_view expected_from) const;
+  void tensor(Arg arg, const TensorView& t, int rank, bool inner_contiguous = true) const;
+  void min_rank(Arg arg, const TensorView& t, int rank) const;
+  void float_dtype(Arg arg, const TensorView& t) const;  // f32, f16 or bf16
+  void dtype(Arg arg, const TensorView& t, DType expected, std::string_view why) const;
+  void dtype_in(Arg arg, const TensorView& t, std::initializer_list<DType> allowed) const;
+  void dim(Arg arg, const TensorView& t, int dim, int64_t expected, std::string_view meaning) const;
+  void same_shape(Arg arg, const TensorView& t, const TensorView& like, Arg like_name) const;
+  void same_device(Arg arg, const TensorView& t, Device expected, Arg expected_from) const;
   // Output `arg` must share no memory with each of `others` (absent ones null): the kernel reads
   // them while it writes `arg`, or writes both.
-  void apart(std::string_view arg, const TensorView& t,
-             std::initializer_list<std::pair<std::string_view, const TensorView*>> others) const;
+  void apart(Arg arg, const TensorView& t, std::initializer_list<std::pair<Arg, const TensorView*>> others) const;
   // As apart, but `t` may also be exactly `other` (an element-wise op writes it in place).
-  void apart_or_in_place(std::string_view arg, const TensorView& t, std::string_view other_name,
-                         const TensorView& other) const;
+  void apart_or_in_place(Arg arg, const TensorView& t, Arg other_name, const TensorView& other) const;
+
+  // The argument's name as the op's signature has it.
+  std::string_view name(Arg arg) const;
 
  private:
   Op op_;

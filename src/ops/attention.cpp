@@ -13,28 +13,30 @@ namespace xhal::ops {
 void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                const AttentionParams& params, const TensorView* lse, const Stream* stream) {
   const ArgChecks check(Op::attention);
-  check.tensor("q", q, 4);
-  check.float_dtype("q", q);
+  check.tensor(XHAL_ATTENTION_Q, q, 4);
+  check.float_dtype(XHAL_ATTENTION_Q, q);
   const int64_t B = q.size(0), Sq = q.size(1), Hq = q.size(2), D = q.size(3);
-  check_key_value(check, "k", k, "v", v, 4, q);
-  check.dim("k", k, 0, B, "batch of q");
+  check_key_value(check, XHAL_ATTENTION_K, k, XHAL_ATTENTION_V, v, 4, q);
+  check.dim(XHAL_ATTENTION_K, k, 0, B, "batch of q");
   const int64_t Hkv = k.size(2);
   check_attention_out(check, out, q, v.size(3));
   check_head_ratio(check, Hq, Hkv);
   const Device device = out.device();
-  for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}}) {
-    check.same_device(name, *t, device, "out");
+  for (auto [name, t] : {std::pair{XHAL_ATTENTION_Q, &q}, {XHAL_ATTENTION_K, &k}, {XHAL_ATTENTION_V, &v}}) {
+    check.same_device(name, *t, device, XHAL_ATTENTION_OUT);
   }
   if (lse != nullptr) {
-    check.tensor("lse", *lse, 3, false);
-    check.dtype("lse", *lse, DType::f32, " (lse is always f32)");
-    check.dim("lse", *lse, 0, B, "batch of q");
-    check.dim("lse", *lse, 1, Hq, "query heads of q");
-    check.dim("lse", *lse, 2, Sq, "query length of q");
-    check.same_device("lse", *lse, device, "out");
+    check.tensor(XHAL_ATTENTION_LSE, *lse, 3, false);
+    check.dtype(XHAL_ATTENTION_LSE, *lse, DType::f32, " (lse is always f32)");
+    check.dim(XHAL_ATTENTION_LSE, *lse, 0, B, "batch of q");
+    check.dim(XHAL_ATTENTION_LSE, *lse, 1, Hq, "query heads of q");
+    check.dim(XHAL_ATTENTION_LSE, *lse, 2, Sq, "query length of q");
+    check.same_device(XHAL_ATTENTION_LSE, *lse, device, XHAL_ATTENTION_OUT);
   }
-  check.apart("out", out, {{"q", &q}, {"k", &k}, {"v", &v}, {"lse", lse}});
-  if (lse != nullptr) check.apart("lse", *lse, {{"q", &q}, {"k", &k}, {"v", &v}});
+  check.apart(XHAL_ATTENTION_OUT, out,
+              {{XHAL_ATTENTION_Q, &q}, {XHAL_ATTENTION_K, &k}, {XHAL_ATTENTION_V, &v}, {XHAL_ATTENTION_LSE, lse}});
+  if (lse != nullptr)
+    check.apart(XHAL_ATTENTION_LSE, *lse, {{XHAL_ATTENTION_Q, &q}, {XHAL_ATTENTION_K, &k}, {XHAL_ATTENTION_V, &v}});
   OpCall call(Op::attention, q.dtype(), device, stream);
   const xhal_attention_op_params op_params = attention_op_params(check, params, D);
   call.set_params(op_params);
@@ -50,43 +52,50 @@ void attention_varlen(const TensorView& q, const TensorView& k, const TensorView
                       const TensorView& cu_seqlens_k, int64_t max_seqlen_q, int64_t max_seqlen_k, const TensorView& out,
                       const AttentionParams& params, const TensorView* lse, const Stream* stream) {
   const ArgChecks check(Op::attention_varlen);
-  check.tensor("q", q, 3);
-  check.float_dtype("q", q);
+  check.tensor(XHAL_ATTENTION_Q, q, 3);
+  check.float_dtype(XHAL_ATTENTION_Q, q);
   const int64_t Tq = q.size(0), Hq = q.size(1), D = q.size(2);
-  check_key_value(check, "k", k, "v", v, 3, q);
+  check_key_value(check, XHAL_ATTENTION_K, k, XHAL_ATTENTION_V, v, 3, q);
   const int64_t Hkv = k.size(1);
   check_attention_out(check, out, q, v.size(2));
   check_head_ratio(check, Hq, Hkv);
-  check.tensor("cu_seqlens_q", cu_seqlens_q, 1);
-  check.dtype("cu_seqlens_q", cu_seqlens_q, DType::i32, "");
-  if (cu_seqlens_q.size(0) < 1) check.fail("cu_seqlens_q", "B+1 >= 1 entries", "0 entries");
-  check.tensor("cu_seqlens_k", cu_seqlens_k, 1);
-  check.dtype("cu_seqlens_k", cu_seqlens_k, DType::i32, "");
-  check.dim("cu_seqlens_k", cu_seqlens_k, 0, cu_seqlens_q.size(0), "B+1, as cu_seqlens_q");
+  check.tensor(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q, 1);
+  check.dtype(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q, DType::i32, "");
+  if (cu_seqlens_q.size(0) < 1) check.fail(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, "B+1 >= 1 entries", "0 entries");
+  check.tensor(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 1);
+  check.dtype(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, DType::i32, "");
+  check.dim(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 0, cu_seqlens_q.size(0), "B+1, as cu_seqlens_q");
   if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", fmt::format("{}", max_seqlen_q));
   if (max_seqlen_k < 0) check.fail("max_seqlen_k", ">= 0", fmt::format("{}", max_seqlen_k));
   const Device device = out.device();
-  for (auto [name, t] :
-       {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_seqlens_q}, {"cu_seqlens_k", &cu_seqlens_k}}) {
-    check.same_device(name, *t, device, "out");
+  for (auto [name, t] : {std::pair{XHAL_ATTENTION_Q, &q},
+                         {XHAL_ATTENTION_K, &k},
+                         {XHAL_ATTENTION_V, &v},
+                         {XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, &cu_seqlens_q},
+                         {XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, &cu_seqlens_k}}) {
+    check.same_device(name, *t, device, XHAL_ATTENTION_OUT);
   }
   if (lse != nullptr) {
-    check.tensor("lse", *lse, 2, false);
-    check.dtype("lse", *lse, DType::f32, " (lse is always f32)");
-    check.dim("lse", *lse, 0, Hq, "query heads of q");
-    check.dim("lse", *lse, 1, Tq, "tokens of q");
-    check.same_device("lse", *lse, device, "out");
+    check.tensor(XHAL_ATTENTION_LSE, *lse, 2, false);
+    check.dtype(XHAL_ATTENTION_LSE, *lse, DType::f32, " (lse is always f32)");
+    check.dim(XHAL_ATTENTION_LSE, *lse, 0, Hq, "query heads of q");
+    check.dim(XHAL_ATTENTION_LSE, *lse, 1, Tq, "tokens of q");
+    check.same_device(XHAL_ATTENTION_LSE, *lse, device, XHAL_ATTENTION_OUT);
   }
-  check.apart("out", out,
-              {{"q", &q},
-               {"k", &k},
-               {"v", &v},
-               {"cu_seqlens_q", &cu_seqlens_q},
-               {"cu_seqlens_k", &cu_seqlens_k},
-               {"lse", lse}});
+  check.apart(XHAL_ATTENTION_OUT, out,
+              {{XHAL_ATTENTION_Q, &q},
+               {XHAL_ATTENTION_K, &k},
+               {XHAL_ATTENTION_V, &v},
+               {XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, &cu_seqlens_q},
+               {XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, &cu_seqlens_k},
+               {XHAL_ATTENTION_LSE, lse}});
   if (lse != nullptr) {
-    check.apart("lse", *lse,
-                {{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &cu_seqlens_q}, {"cu_seqlens_k", &cu_seqlens_k}});
+    check.apart(XHAL_ATTENTION_LSE, *lse,
+                {{XHAL_ATTENTION_Q, &q},
+                 {XHAL_ATTENTION_K, &k},
+                 {XHAL_ATTENTION_V, &v},
+                 {XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, &cu_seqlens_q},
+                 {XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, &cu_seqlens_k}});
   }
   OpCall call(Op::attention_varlen, q.dtype(), device, stream);
   xhal_attention_op_params op_params = attention_op_params(check, params, D);

@@ -6,26 +6,26 @@
 
 namespace xhal::ops {
 
-void check_key_value(const ArgChecks& check, const char* k_name, const TensorView& k, const char* v_name,
-                     const TensorView& v, int rank, const TensorView& q) {
+void check_key_value(const ArgChecks& check, Arg k_name, const TensorView& k, Arg v_name, const TensorView& v, int rank,
+                     const TensorView& q) {
   check.tensor(k_name, k, rank);
   check.dtype(k_name, k, q.dtype(), " (same as q)");
   check.dim(k_name, k, rank - 1, q.size(-1), "head dim of q");
   check.tensor(v_name, v, rank);
   check.dtype(v_name, v, q.dtype(), " (same as q)");
-  for (int d = 0; d + 1 < rank; ++d) check.dim(v_name, v, d, k.size(d), k_name);
+  for (int d = 0; d + 1 < rank; ++d) check.dim(v_name, v, d, k.size(d), check.name(k_name));
 }
 
 void check_attention_out(const ArgChecks& check, const TensorView& out, const TensorView& q, int64_t value_dim) {
-  check.tensor("out", out, q.ndim());
-  check.dtype("out", out, q.dtype(), " (same as q)");
-  for (int d = 0; d + 1 < q.ndim(); ++d) check.dim("out", out, d, q.size(d), "q");
-  check.dim("out", out, q.ndim() - 1, value_dim, "head dim of v");
+  check.tensor(XHAL_ATTENTION_OUT, out, q.ndim());
+  check.dtype(XHAL_ATTENTION_OUT, out, q.dtype(), " (same as q)");
+  for (int d = 0; d + 1 < q.ndim(); ++d) check.dim(XHAL_ATTENTION_OUT, out, d, q.size(d), check.name(XHAL_ATTENTION_Q));
+  check.dim(XHAL_ATTENTION_OUT, out, q.ndim() - 1, value_dim, "head dim of v");
 }
 
 void check_head_ratio(const ArgChecks& check, int64_t Hq, int64_t Hkv) {
   if ((Hq > 0 && Hkv == 0) || (Hkv > 0 && Hq % Hkv != 0)) {
-    check.fail("k", fmt::format("a number of kv heads dividing the {} query heads (Hq % Hkv == 0)", Hq),
+    check.fail(XHAL_ATTENTION_K, fmt::format("a number of kv heads dividing the {} query heads (Hq % Hkv == 0)", Hq),
                fmt::format("{} kv heads", Hkv));
   }
 }

@@ -8,8 +8,8 @@
 namespace xhal::ops {
 
 // k has `rank` dims, q's dtype and head dim `head_dim` last; v matches k in every dim but the last.
-void check_key_value(const ArgChecks& check, const char* k_name, const TensorView& k, const char* v_name,
-                     const TensorView& v, int rank, const TensorView& q);
+void check_key_value(const ArgChecks& check, Arg k_name, const TensorView& k, Arg v_name, const TensorView& v, int rank,
+                     const TensorView& q);
 // out has q's rank and dtype, q's sizes in every dim but the last, and v's head dim last.
 void check_attention_out(const ArgChecks& check, const TensorView& out, const TensorView& q, int64_t value_dim);
 // Hq must be a multiple of Hkv (MQA/GQA), and Hkv > 0 when Hq > 0.

@@ -11,34 +11,34 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
                      const TensorView& block_table, const TensorView& seq_lens, const TensorView& out,
                      const AttentionParams& params, const Stream* stream) {
   const ArgChecks check(Op::paged_attention);
-  check.tensor("q", q, 3);
-  check.float_dtype("q", q);
+  check.tensor(XHAL_PAGED_ATTENTION_Q, q, 3);
+  check.float_dtype(XHAL_PAGED_ATTENTION_Q, q);
   const int64_t B = q.size(0), Hq = q.size(1), D = q.size(2);
-  check_key_value(check, "k_cache", k_cache, "v_cache", v_cache, 4, q);
+  check_key_value(check, XHAL_PAGED_ATTENTION_K_CACHE, k_cache, XHAL_PAGED_ATTENTION_V_CACHE, v_cache, 4, q);
   const int64_t block_size = k_cache.size(1), Hkv = k_cache.size(2);
   check_attention_out(check, out, q, v_cache.size(3));
   check_head_ratio(check, Hq, Hkv);
-  check.tensor("block_table", block_table, 2, false);
-  check.dtype("block_table", block_table, DType::i32, "");
-  check.dim("block_table", block_table, 0, B, "batch of q");
-  check.tensor("seq_lens", seq_lens, 1, false);
-  check.dtype("seq_lens", seq_lens, DType::i32, "");
-  check.dim("seq_lens", seq_lens, 0, B, "batch of q");
-  if (B > 0 && block_size == 0) check.fail("k_cache", "block size >= 1", "0");
+  check.tensor(XHAL_PAGED_ATTENTION_BLOCK_TABLE, block_table, 2, false);
+  check.dtype(XHAL_PAGED_ATTENTION_BLOCK_TABLE, block_table, DType::i32, "");
+  check.dim(XHAL_PAGED_ATTENTION_BLOCK_TABLE, block_table, 0, B, "batch of q");
+  check.tensor(XHAL_PAGED_ATTENTION_SEQ_LENS, seq_lens, 1, false);
+  check.dtype(XHAL_PAGED_ATTENTION_SEQ_LENS, seq_lens, DType::i32, "");
+  check.dim(XHAL_PAGED_ATTENTION_SEQ_LENS, seq_lens, 0, B, "batch of q");
+  if (B > 0 && block_size == 0) check.fail(XHAL_PAGED_ATTENTION_K_CACHE, "block size >= 1", "0");
   const Device device = out.device();
-  for (auto [name, t] : {std::pair{"q", &q},
-                         {"k_cache", &k_cache},
-                         {"v_cache", &v_cache},
-                         {"block_table", &block_table},
-                         {"seq_lens", &seq_lens}}) {
-    check.same_device(name, *t, device, "out");
+  for (auto [name, t] : {std::pair{XHAL_PAGED_ATTENTION_Q, &q},
+                         {XHAL_PAGED_ATTENTION_K_CACHE, &k_cache},
+                         {XHAL_PAGED_ATTENTION_V_CACHE, &v_cache},
+                         {XHAL_PAGED_ATTENTION_BLOCK_TABLE, &block_table},
+                         {XHAL_PAGED_ATTENTION_SEQ_LENS, &seq_lens}}) {
+    check.same_device(name, *t, device, XHAL_PAGED_ATTENTION_OUT);
   }
-  check.apart("out", out,
-              {{"q", &q},
-               {"k_cache", &k_cache},
-               {"v_cache", &v_cache},
-               {"block_table", &block_table},
-               {"seq_lens", &seq_lens}});
+  check.apart(XHAL_PAGED_ATTENTION_OUT, out,
+              {{XHAL_PAGED_ATTENTION_Q, &q},
+               {XHAL_PAGED_ATTENTION_K_CACHE, &k_cache},
+               {XHAL_PAGED_ATTENTION_V_CACHE, &v_cache},
+               {XHAL_PAGED_ATTENTION_BLOCK_TABLE, &block_table},
+               {XHAL_PAGED_ATTENTION_SEQ_LENS, &seq_lens}});
   OpCall call(Op::paged_attention, q.dtype(), device, stream);
   const xhal_attention_op_params op_params = attention_op_params(check, params, D);
   call.set_params(op_params);

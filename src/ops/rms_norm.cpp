@@ -12,19 +12,19 @@ namespace {
 
 void check_norm_args(const ArgChecks& check, const TensorView& x, const TensorView& weight, float eps,
                      const TensorView& out) {
-  check.min_rank("x", x, 1);
-  check.float_dtype("x", x);
-  check.tensor("weight", weight, 1);
-  check.dtype("weight", weight, x.dtype(), " (same as x)");
-  check.dim("weight", weight, 0, x.size(-1), "last dim of x");
-  check.min_rank("out", out, 1);
-  check.dtype("out", out, x.dtype(), " (same as x)");
-  check.same_shape("out", out, x, "x");
+  check.min_rank(XHAL_RMS_NORM_X, x, 1);
+  check.float_dtype(XHAL_RMS_NORM_X, x);
+  check.tensor(XHAL_RMS_NORM_WEIGHT, weight, 1);
+  check.dtype(XHAL_RMS_NORM_WEIGHT, weight, x.dtype(), " (same as x)");
+  check.dim(XHAL_RMS_NORM_WEIGHT, weight, 0, x.size(-1), "last dim of x");
+  check.min_rank(XHAL_RMS_NORM_OUT, out, 1);
+  check.dtype(XHAL_RMS_NORM_OUT, out, x.dtype(), " (same as x)");
+  check.same_shape(XHAL_RMS_NORM_OUT, out, x, XHAL_RMS_NORM_X);
   if (!(eps >= 0) || !std::isfinite(eps)) check.fail("eps", "a finite number >= 0", fmt::format("{}", eps));
-  check.same_device("x", x, out.device(), "out");
-  check.same_device("weight", weight, out.device(), "out");
-  check.apart_or_in_place("out", out, "x", x);
-  check.apart("out", out, {{"weight", &weight}});
+  check.same_device(XHAL_RMS_NORM_X, x, out.device(), XHAL_RMS_NORM_OUT);
+  check.same_device(XHAL_RMS_NORM_WEIGHT, weight, out.device(), XHAL_RMS_NORM_OUT);
+  check.apart_or_in_place(XHAL_RMS_NORM_OUT, out, XHAL_RMS_NORM_X, x);
+  check.apart(XHAL_RMS_NORM_OUT, out, {{XHAL_RMS_NORM_WEIGHT, &weight}});
 }
 
 }  // namespace
@@ -45,12 +45,12 @@ void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const T
                         const TensorView& out, const Stream* stream) {
   const ArgChecks check(Op::fused_add_rms_norm);
   check_norm_args(check, x, weight, eps, out);
-  check.min_rank("residual", residual, 1);
-  check.dtype("residual", residual, x.dtype(), " (same as x)");
-  check.same_shape("residual", residual, x, "x");
-  check.same_device("residual", residual, out.device(), "out");
-  check.apart("out", out, {{"residual", &residual}});
-  check.apart("residual", residual, {{"x", &x}, {"weight", &weight}});
+  check.min_rank(XHAL_FUSED_ADD_RMS_NORM_RESIDUAL, residual, 1);
+  check.dtype(XHAL_FUSED_ADD_RMS_NORM_RESIDUAL, residual, x.dtype(), " (same as x)");
+  check.same_shape(XHAL_FUSED_ADD_RMS_NORM_RESIDUAL, residual, x, XHAL_RMS_NORM_X);
+  check.same_device(XHAL_FUSED_ADD_RMS_NORM_RESIDUAL, residual, out.device(), XHAL_RMS_NORM_OUT);
+  check.apart(XHAL_RMS_NORM_OUT, out, {{XHAL_FUSED_ADD_RMS_NORM_RESIDUAL, &residual}});
+  check.apart(XHAL_FUSED_ADD_RMS_NORM_RESIDUAL, residual, {{XHAL_RMS_NORM_X, &x}, {XHAL_RMS_NORM_WEIGHT, &weight}});
   OpCall call(Op::fused_add_rms_norm, x.dtype(), out.device(), stream);
   const xhal_norm_op_params op_params{sizeof op_params, eps};
   call.set_params(op_params);

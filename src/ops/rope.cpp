@@ -16,30 +16,32 @@ namespace xhal::ops {
 void rope(const TensorView& q, const TensorView& k, const TensorView& positions, const TensorView& cos_sin_cache,
           RopeStyle style, const Stream* stream) {
   const ArgChecks check(Op::rope);
-  check.tensor("q", q, 3);
-  check.float_dtype("q", q);
+  check.tensor(XHAL_ROPE_Q, q, 3);
+  check.float_dtype(XHAL_ROPE_Q, q);
   const int64_t T = q.size(0), D = q.size(2);
-  check.tensor("k", k, 3);
-  check.dtype("k", k, q.dtype(), " (same as q)");
-  check.dim("k", k, 0, T, "tokens of q");
-  check.dim("k", k, 2, D, "head dim of q");
-  check.tensor("positions", positions, 1, false);
-  check.dtype_in("positions", positions, {DType::i32, DType::i64});
-  check.dim("positions", positions, 0, T, "tokens of q");
-  check.tensor("cos_sin_cache", cos_sin_cache, 2);
-  check.dtype("cos_sin_cache", cos_sin_cache, DType::f32, " (from rope_cache)");
+  check.tensor(XHAL_ROPE_K, k, 3);
+  check.dtype(XHAL_ROPE_K, k, q.dtype(), " (same as q)");
+  check.dim(XHAL_ROPE_K, k, 0, T, "tokens of q");
+  check.dim(XHAL_ROPE_K, k, 2, D, "head dim of q");
+  check.tensor(XHAL_ROPE_POSITIONS, positions, 1, false);
+  check.dtype_in(XHAL_ROPE_POSITIONS, positions, {DType::i32, DType::i64});
+  check.dim(XHAL_ROPE_POSITIONS, positions, 0, T, "tokens of q");
+  check.tensor(XHAL_ROPE_COS_SIN_CACHE, cos_sin_cache, 2);
+  check.dtype(XHAL_ROPE_COS_SIN_CACHE, cos_sin_cache, DType::f32, " (from rope_cache)");
   const int64_t rotary_dim = cos_sin_cache.size(1);
   if (rotary_dim < 2 || rotary_dim % 2 != 0 || rotary_dim > D) {
-    check.fail("cos_sin_cache", fmt::format("an even rotary_dim (dim 1) in 2..{} (head dim)", D),
+    check.fail(XHAL_ROPE_COS_SIN_CACHE, fmt::format("an even rotary_dim (dim 1) in 2..{} (head dim)", D),
                fmt::format("{}", rotary_dim));
   }
   const Device device = q.device();
-  for (auto [name, t] : {std::pair{"k", &k}, {"positions", &positions}, {"cos_sin_cache", &cos_sin_cache}}) {
-    check.same_device(name, *t, device, "q");
+  for (auto [name, t] :
+       {std::pair{XHAL_ROPE_K, &k}, {XHAL_ROPE_POSITIONS, &positions}, {XHAL_ROPE_COS_SIN_CACHE, &cos_sin_cache}}) {
+    check.same_device(name, *t, device, XHAL_ROPE_Q);
   }
   // Both are written in place; the others are read meanwhile.
-  check.apart("q", q, {{"k", &k}, {"positions", &positions}, {"cos_sin_cache", &cos_sin_cache}});
-  check.apart("k", k, {{"positions", &positions}, {"cos_sin_cache", &cos_sin_cache}});
+  check.apart(XHAL_ROPE_Q, q,
+              {{XHAL_ROPE_K, &k}, {XHAL_ROPE_POSITIONS, &positions}, {XHAL_ROPE_COS_SIN_CACHE, &cos_sin_cache}});
+  check.apart(XHAL_ROPE_K, k, {{XHAL_ROPE_POSITIONS, &positions}, {XHAL_ROPE_COS_SIN_CACHE, &cos_sin_cache}});
   OpCall call(Op::rope, q.dtype(), device, stream);
   const xhal_rope_op_params op_params{sizeof op_params, style == RopeStyle::neox ? XHAL_ROPE_NEOX : XHAL_ROPE_GPTJ};
   call.set_params(op_params);
