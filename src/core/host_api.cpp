@@ -45,7 +45,7 @@ xhal_status register_kernel(void* ctx, const xhal_kernel_desc* desc, char* msg, 
     return XHAL_OK;
   }
   try {
-    Registry::get().add(context->type, *desc);
+    context->registry->add(context->type, *desc);
     return XHAL_OK;
   } catch (const Error& e) {
     return write_message(msg, len, static_cast<xhal_status>(e.code()), e.what());
@@ -100,7 +100,7 @@ void commit_pending_kernels(PluginHostContext& context) {
     xhal_kernel_desc desc = context.pending[i];
     desc.name = context.pending_names[i].c_str();
     try {
-      Registry::get().add(context.type, desc);
+      context.registry->add(context.type, desc);
     } catch (const Error& e) {
       log().warn("kernel {} of the {} plugin not registered: {}", desc.name, device_type_name(context.type), e.what());
     }

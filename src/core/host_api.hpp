@@ -12,6 +12,8 @@
 
 namespace xhal {
 
+class Registry;
+
 // Per plugin state the host API callbacks reach through their ctx pointer. Kernels registered
 // during init are held back until init succeeds, so a failing plugin leaves nothing behind.
 struct PluginHostContext {
@@ -20,6 +22,7 @@ struct PluginHostContext {
   std::vector<xhal_kernel_desc> pending;
   std::vector<std::string> pending_names;
   xhal_host_api host{};
+  Registry* registry = nullptr;  // where its kernels go (the runtime's)
   // The backend's allocators, one per device, for scratch memory; set once the backend is added.
   const std::vector<std::unique_ptr<CachingAllocator>>* allocators = nullptr;
 };

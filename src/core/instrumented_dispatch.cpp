@@ -4,6 +4,7 @@
 
 #include "core/instrumentation.hpp"
 #include "core/registry.hpp"
+#include "core/runtime.hpp"
 #include "core/shadow_check.hpp"
 #include "core/trace.hpp"
 
@@ -16,10 +17,10 @@ void run_instrumented(const xhal_op_call& call, Device device) {
   const uint32_t flags = instrumentation::g_flags.load(std::memory_order_relaxed);
   // The trace times the kernel alone, not the shadow check's copies around it.
   auto dispatch = [&](Registry::Ran* ran) {
-    if (!(flags & instrumentation::kTrace)) return Registry::get().dispatch(device.type, call, ran);
+    if (!(flags & instrumentation::kTrace)) return Runtime::get().registry().dispatch(device.type, call, ran);
     trace::DeviceTiming timing(call, device);
     const int64_t start = trace::now_ns();
-    Registry::get().dispatch(device.type, call, ran);
+    Runtime::get().registry().dispatch(device.type, call, ran);
     const int64_t end = trace::now_ns();
     timing.stop();
     trace::record_op(call, device, *ran, start, end, std::move(timing));

@@ -167,7 +167,7 @@ const char* missing_member(const xhal_plugin_api& api) {
 
 }  // namespace
 
-LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
+LoadedPlugin load_plugin_file(const std::string& path, PluginSource source, Registry& registry) {
   LoadedPlugin plugin;
   plugin.info.path = path;
   // Until init names the backend, call it by its file name (libxhal_cuda.so -> "cuda").
@@ -217,6 +217,7 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source) {
   }
 
   plugin.context = std::make_unique<PluginHostContext>();
+  plugin.context->registry = &registry;
   plugin.context->host = make_host_api(plugin.context.get());
   plugin.api.struct_size = sizeof(xhal_plugin_api);
   char reason[512] = {};

@@ -39,8 +39,8 @@ enum class PluginSource {
   // plugin must then register
   explicit_path,  // named by DeviceManager::load_plugin
 };
-// Opens and initialises one plugin; kernels are committed to the registry only on success. A file
+// Opens and initialises one plugin; its kernels are committed to `registry` only on success. A file
 // that others than its owner and root may write (or whose directory they may) is refused unopened.
-LoadedPlugin load_plugin_file(const std::string& path, PluginSource source);
+LoadedPlugin load_plugin_file(const std::string& path, PluginSource source, Registry& registry);
 
 }  // namespace xhal

@@ -18,11 +18,6 @@ thread_local registry::Explanation* t_explaining = nullptr;
 
 }  // namespace
 
-Registry& Registry::get() {
-  static Registry registry;
-  return registry;
-}
-
 Registry::Registry() {
   strict_ = env::or_warn(env::Var::strict, env::flag, std::optional<bool>()).value_or(false);
   std::vector<Op> ops;
@@ -256,8 +251,6 @@ std::string Explanation::str() const {
   return out;
 }
 
-std::vector<KernelInfo> list_kernels() { return Registry::get().list(); }
-
 Explanation explain(const std::function<void()>& call) {
   Explanation ex{};
   t_explaining = &ex;
@@ -274,12 +267,6 @@ Explanation explain(const std::function<void()>& call) {
   }
   return ex;
 }
-
-int64_t register_kernel(DeviceType backend, const xhal_kernel_desc& desc) { return Registry::get().add(backend, desc); }
-void unregister_kernel(int64_t handle) { Registry::get().remove(handle); }
-void set_strict(bool strict) { Registry::get().set_strict(strict); }
-void set_force_reference(const std::vector<Op>& ops) { Registry::get().set_force_reference(ops); }
-void set_disabled_kernels(const std::vector<std::string>& names) { Registry::get().set_disabled_kernels(names); }
 
 }  // namespace registry
 }  // namespace xhal

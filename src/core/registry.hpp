@@ -16,9 +16,11 @@
 
 namespace xhal {
 
+// Owned by the Runtime (Runtime::get().registry()); the plugins reach it through their host
+// context.
 class Registry {
  public:
-  static Registry& get();
+  Registry();
 
   int64_t add(DeviceType backend, const xhal_kernel_desc& desc);
   void remove(int64_t handle);
@@ -44,7 +46,6 @@ class Registry {
   void set_disabled_kernels(const std::vector<std::string>& names);
 
  private:
-  Registry();
   struct Impl {
     int64_t handle;
     std::string name;

@@ -70,7 +70,7 @@ Runtime::Runtime() {
 
 BackendInfo Runtime::load(const std::string& path, PluginSource source) {
   std::lock_guard lock(mutex_);
-  LoadedPlugin plugin = load_plugin_file(path, source);
+  LoadedPlugin plugin = load_plugin_file(path, source, registry_);
   if (const BackendState* existing = backend(plugin.type); plugin.info.loaded && existing != nullptr) {
     plugin.info.loaded = false;
     plugin.info.reason =

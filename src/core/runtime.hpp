@@ -13,6 +13,7 @@
 #include "core/allocator.hpp"
 #include "core/plugin_call.hpp"
 #include "core/plugin_loader.hpp"
+#include "core/registry.hpp"
 #include "xhal/device.hpp"
 
 namespace xhal {
@@ -25,7 +26,10 @@ struct BackendState {
 
 class Runtime {
  public:
+  // The one process-wide object of the core: the plugins, their devices and allocators, and the
+  // registry of their kernels.
   static Runtime& get();
+  Registry& registry() { return registry_; }
 
   // The loaded backend of `type`, or NULL.
   const BackendState* backend(DeviceType type) const;
@@ -44,6 +48,7 @@ class Runtime {
 
  private:
   Runtime();
+  Registry registry_;  // before any plugin loads: plugins register into it
   void add_record(const BackendInfo& info);
   mutable std::mutex mutex_;  // held while a plugin is being added (guards owned_)
   // Every plugin tried, in load order; its own lock, taken inside mutex_ or alone, so that an

@@ -232,7 +232,7 @@ void run_checked(const xhal_op_call& call, Device device, const std::function<vo
   reference.tensors = reference_tensors.data();
   Registry::Ran ref_ran;
   try {
-    Registry::get().run_reference(DeviceType::cpu, reference, &ref_ran);
+    Runtime::get().registry().run_reference(DeviceType::cpu, reference, &ref_ran);
   } catch (const Error& e) {
     log().warn("shadow check of {} (kernel {}) skipped: the CPU reference failed: {}", op_name(op), ran.kernel,
                e.what());

@@ -42,7 +42,7 @@ void OpCall::set(int slot, const TensorView& view) {
 
 void OpCall::run() {
   if (instrumentation::any()) return run_instrumented(call_, device_);  // check, trace
-  Registry::get().dispatch(device_.type, call_);
+  Runtime::get().registry().dispatch(device_.type, call_);
 }
 
 }  // namespace xhal::ops
