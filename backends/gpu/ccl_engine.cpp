@@ -1,6 +1,6 @@
 // NCCL (cuda) or RCCL (hip) behind xhal_comm_api, from one source: RCCL implements NCCL's C API
 // under the same names and values, so the differences are the library's name, the stream type and
-// the device call, all from vendor_runtime.hpp. The library (libnccl.so.2, librccl.so.1) is opened
+// the device call, all from vendor_device_api.hpp. The library (libnccl.so.2, librccl.so.1) is opened
 // on first use (dlopen), so the plugin loads and runs without it, and a missing library is an
 // error naming it. The few declarations used are restated below from NCCL's public C API (nccl.h),
 // whose values are stable across releases.
@@ -18,7 +18,7 @@
 #include <thread>
 #include <type_traits>
 
-#include "kernels/gpu/vendor_runtime.hpp"
+#include "backends/gpu/vendor_device_api.hpp"
 
 namespace xhal::gpu {
 namespace {

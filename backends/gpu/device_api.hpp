@@ -1,5 +1,5 @@
 // The device glue of the GPU plugins (devices, memory, streams, events over the CUDA or HIP
-// runtime), written once with the names of kernels/gpu/vendor_runtime.hpp.
+// runtime), written once with the names of vendor_device_api.hpp.
 #pragma once
 
 #include "xhal/plugin.h"

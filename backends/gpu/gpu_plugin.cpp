@@ -8,7 +8,7 @@
 #include "ccl_engine.hpp"
 #include "device_api.hpp"
 #include "kernels/gpu/kernel_registration.hpp"
-#include "kernels/gpu/vendor_runtime.hpp"
+#include "backends/gpu/vendor_device_api.hpp"
 
 XHAL_PLUGIN_DEFINE_ABI_VERSION()
 

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "kernels/gpu/vendor_runtime.hpp"
+#include "backends/gpu/vendor_device_api.hpp"
 #include "xhal/status.h"
 
 namespace xhal::gpu {
