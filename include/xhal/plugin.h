@@ -33,7 +33,8 @@ extern "C" {
 #define XHAL_PLUGIN_ENTRY "xhal_plugin_init"
 #define XHAL_PLUGIN_ABI_ENTRY "xhal_plugin_abi_version"
 
-/* Codes are fixed; f8, i8 and u8 are reserved for kernels that will take them. */
+/* Codes are fixed. Kernels register for the codes below XHAL_DTYPE_COUNT; f8, i8 and u8 are
+ * reserved above it for the kernels that will take them. */
 typedef enum xhal_dtype {
   XHAL_DTYPE_F32 = 0,
   XHAL_DTYPE_F16 = 1,
