@@ -39,9 +39,11 @@ inline int64_t checked_bytes(int64_t count, int64_t element) {
 class Scratch {
  public:
   // `bytes` < 0 (an overflowed size) is refused like an allocation the allocator cannot make.
+  // The allocator's message is dropped: the kernel reports the refusal in its own words.
   Scratch(const xhal_op_call* c, int64_t bytes) : c_(c) {
-    if (bytes < 0 || c->host->scratch_alloc(c->host->ctx, c->device, size_t(bytes), c->stream, &ptr_, refusal_,
-                                            sizeof refusal_) != XHAL_OK) {
+    char refusal[256];
+    if (bytes < 0 || c->host->scratch_alloc(c->host->ctx, c->device, size_t(bytes), c->stream, &ptr_, refusal,
+                                            sizeof refusal) != XHAL_OK) {
       ptr_ = nullptr;
     }
   }
@@ -56,7 +58,6 @@ class Scratch {
  private:
   const xhal_op_call* c_;
   void* ptr_ = nullptr;
-  char refusal_[256] = "";  // the allocator's message when it refused
 };
 
 // Carves typed arrays, each 64-byte aligned, out of one buffer; with a null buffer it only adds up

@@ -6,6 +6,9 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "core/op_table.hpp"
 #include "xhal/xhal.hpp"
@@ -49,21 +52,21 @@ void copy_name(const std::string& text, char* out, size_t len, const char* funct
 
 // The DLTensor as a view; a malformed one (rank, dtype, device) is an error naming the function and
 // the argument.
-xhal::TensorView view(const DLTensor* t, const char* op, const char* arg) {
+xhal::TensorView view(const DLTensor* t, std::string_view op, std::string_view arg) {
   if (t == nullptr) {
     throw xhal::Error(xhal::Errc::invalid_argument,
-                      std::string("xhal_") + op + ": argument '" + arg + "': expected a tensor, got NULL");
+                      fmt::format("xhal_{}: argument '{}': expected a tensor, got NULL", op, arg));
   }
   try {
     return xhal::TensorView::from_dlpack(*t);
   } catch (const xhal::Error& e) {
-    throw xhal::Error(e.code(), std::string("xhal_") + op + ": argument '" + arg + "': " + e.what());
+    throw xhal::Error(e.code(), fmt::format("xhal_{}: argument '{}': {}", op, arg, e.what()));
   }
 }
 
 // The same for a tensor of an op, named by its slot in the op table.
 xhal::TensorView view(const DLTensor* t, xhal::Op op, int slot) {
-  return view(t, std::string(xhal::op_name(op)).c_str(), std::string(xhal::slot_name(op, slot)).c_str());
+  return view(t, xhal::op_name(op), xhal::slot_name(op, slot));
 }
 
 std::optional<xhal::TensorView> optional_view(const DLTensor* t, xhal::Op op, int slot) {
