@@ -11,6 +11,8 @@
 # CPU_AB_ROUNDS (2) rounds of xhal-bench with CPU_BENCH_FILTER, a cpu plugin in DIR (libxhal_cpu.so
 # built here from another commit, carried) alternated with this build's), cpu_peers (with cpu: the
 # PyTorch comparison on the CPU). The CUDA build runs unless only cpu stages are asked for.
+# GPU_BENCH_FILTER (a regex of xhal-bench case names) and PEERS_ONLY (one of torch_compare's op
+# names) narrow the bench and peers stages, MEMCHECK_FILTER (a gtest filter) the memcheck stage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -131,16 +133,17 @@ if want trace; then
 fi
 if want memcheck && command -v compute-sanitizer >/dev/null; then
   XHAL_ALLOCATOR=direct timeout 400 compute-sanitizer --tool memcheck --error-exitcode 3 \
-    "$build/bin/xhal_conformance" --gtest_filter='*cuda_bf16*:*cuda_f32*' >"$out/memcheck.log" 2>&1
+    "$build/bin/xhal_conformance" --gtest_filter="${MEMCHECK_FILTER:-*cuda_bf16*:*cuda_f32*}" >"$out/memcheck.log" 2>&1
   note "memcheck: exit $? $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -n 1)"
 fi
 
 if want bench; then
   "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
+    ${GPU_BENCH_FILTER:+--benchmark_filter=$GPU_BENCH_FILTER} \
     --benchmark_out="$out/bench.json" --benchmark_out_format=json >"$out/bench.txt" 2>&1
   note "xhal-bench: exit $?"
   grep -E "^(ceiling|rms|fused|swiglu|rope|attention|paged|linear)" "$out/bench.txt" |
-    sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 20
+    sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 40
   XHAL_DISABLE_KERNELS=cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma "$build/bin/xhal-bench" \
     --device cuda:0 $quick --benchmark_min_time=0.2 --benchmark_filter='^attention' >"$out/bench-mma.txt" 2>&1
   note "xhal-bench attention with the mma.sync kernel: exit $?"
@@ -231,7 +234,7 @@ fi
 
 if want peers && [ -f bench/peers/torch_compare.py ]; then
   PYTHONUNBUFFERED=1 timeout 500 python3 bench/peers/torch_compare.py --lib "$build/lib/libxhal.so" \
-    $quick --json "$out/peers.json" >"$out/peers.txt" 2>&1
+    $quick ${PEERS_ONLY:+--only "$PEERS_ONLY"} --json "$out/peers.json" >"$out/peers.txt" 2>&1
   note "torch_compare: exit $?"
   tail -n 40 "$out/peers.txt"
 fi

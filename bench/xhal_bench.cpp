@@ -49,6 +49,8 @@ struct Options {
 struct Shapes {
   int64_t rows, hidden;  // rms_norm, fused_add_rms_norm, swiglu: [rows, hidden]
   int64_t rope_tokens;  // rope: q [T, 32, 128], k [T, 8, 128]
+  std::vector<std::pair<int64_t, int64_t>>
+      gradient_rows;  // the backward ops of the norms and swiglu: [rows, hidden] each
   int64_t attn_batch, attn_heads, attn_seq;  // attention (MHA), head dim kHeadDim
   std::vector<int64_t> varlen_seqs;  // attention_varlen: packed sequence lengths, causal
   int64_t paged_batch, paged_ctx;  // paged_attention: Hq 32, Hkv 8, block 16
@@ -65,6 +67,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
   // clang-format off
   // CPU: memory-bound ops on tensors of 256 MiB (bf16) and more, far beyond the last-level cache.
   static const Shapes kCpu{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
+                           .gradient_rows = {{16384, 8192}},
                            .attn_batch = 1, .attn_heads = 16, .attn_seq = 2048,
                            .varlen_seqs = {1024, 512, 384, 128},
                            .paged_batch = 16, .paged_ctx = 4096, .paged_long_ctx = 65536,
@@ -72,6 +75,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
                            .decode_n = 28672, .decode_k = 4096,
                            .copy_mib = 1024, .gemm_size = 4096};
   static const Shapes kAccelerator{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
+                                   .gradient_rows = {{16384, 4096}, {65536, 8192}},
                                    .attn_batch = 4, .attn_heads = 32, .attn_seq = 4096,
                                    .varlen_seqs = {4096, 2048, 1024, 512, 512},
                                    .paged_batch = 64, .paged_ctx = 4096, .paged_long_ctx = 131072,
@@ -85,6 +89,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
       *n /= 8;
     }
     for (int64_t& n : s.varlen_seqs) n /= 8;
+    for (auto& [rows, hidden] : s.gradient_rows) rows /= 8;
     s.gemm_size /= 2;
   }
   return s;
@@ -287,17 +292,52 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     return std::function<void()>([=] { xhal::ops::swiglu_packed(x, out); });
   });
 
+  // The backward ops, each input read once and each output written once: rms_norm_backward reads
+  // dout and x and writes dx; the fused one also reads dresidual and writes it (dx in place); the
+  // swiglu ones read dout, gate and up and write their two gradients.
+  for (const auto& [gm, gn] : s.gradient_rows) {
+    const std::string shape = fmt::format("{}x{}", gm, gn);
+    add("rms_norm_backward/" + shape + "/" + tn, (3.0 * gm * gn + 2.0 * gn) * e, 0, Bound::memory, [=] {
+      Tensor dout = random_tensor({gm, gn}, dt, dev), x = random_tensor({gm, gn}, dt, dev);
+      Tensor w = random_tensor({gn}, dt, dev), dx = Tensor::empty({gm, gn}, dt, dev);
+      Tensor dw = Tensor::empty({gn}, dt, dev);
+      return std::function<void()>([=] { xhal::ops::rms_norm_backward(dout, x, w, 1e-5f, dx, dw); });
+    });
+    // dx is dresidual (in place, as a training step calls it: both are one gradient).
+    add("fused_add_rms_norm_backward/" + shape + "/" + tn, (4.0 * gm * gn + 2.0 * gn) * e, 0, Bound::memory, [=] {
+      Tensor dout = random_tensor({gm, gn}, dt, dev), r = random_tensor({gm, gn}, dt, dev);
+      Tensor dr = random_tensor({gm, gn}, dt, dev), w = random_tensor({gn}, dt, dev);
+      Tensor dw = Tensor::empty({gn}, dt, dev);
+      return std::function<void()>([=] { xhal::ops::fused_add_rms_norm_backward(dout, r, w, 1e-5f, dr, dr, dw); });
+    });
+    add("swiglu_backward/" + shape + "/" + tn, 5.0 * gm * gn * e, 0, Bound::memory, [=] {
+      Tensor dout = random_tensor({gm, gn}, dt, dev), g = random_tensor({gm, gn}, dt, dev);
+      Tensor u = random_tensor({gm, gn}, dt, dev);
+      Tensor dg = Tensor::empty({gm, gn}, dt, dev), du = Tensor::empty({gm, gn}, dt, dev);
+      return std::function<void()>([=] { xhal::ops::swiglu_backward(dout, g, u, dg, du); });
+    });
+    add("swiglu_packed_backward/" + shape + "/" + tn, 5.0 * gm * gn * e, 0, Bound::memory, [=] {
+      Tensor dout = random_tensor({gm, gn}, dt, dev), x = random_tensor({gm, 2 * gn}, dt, dev);
+      Tensor dx = Tensor::empty({gm, 2 * gn}, dt, dev);
+      return std::function<void()>([=] { xhal::ops::swiglu_packed_backward(dout, x, dx); });
+    });
+  }
+
   // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.
   const int64_t T = s.rope_tokens, Hq = 32, Hkv = 8;
-  add(fmt::format("rope/T{}_Hq{}_Hkv{}_D{}/{}", T, Hq, Hkv, D, tn),
-      2.0 * T * (Hq + Hkv) * D * e + T * 4.0 + T * D * 4.0, 0, Bound::memory, [=] {
-        Tensor q = random_tensor({T, Hq, D}, dt, dev), k = random_tensor({T, Hkv, D}, dt, dev);
-        std::vector<int32_t> pos(static_cast<size_t>(T));
-        std::iota(pos.begin(), pos.end(), 0);
-        Tensor positions = i32_tensor(pos, {T}, dev);
-        Tensor cache = xhal::ops::rope_cache(T, D, 500000.0, dev);
-        return std::function<void()>([=] { xhal::ops::rope(q, k, positions, cache, xhal::RopeStyle::neox); });
-      });
+  // rope_backward moves the same bytes (the inverse rotation).
+  for (const bool backward : {false, true}) {
+    add(fmt::format("{}/T{}_Hq{}_Hkv{}_D{}/{}", backward ? "rope_backward" : "rope", T, Hq, Hkv, D, tn),
+        2.0 * T * (Hq + Hkv) * D * e + T * 4.0 + T * D * 4.0, 0, Bound::memory, [=] {
+          Tensor q = random_tensor({T, Hq, D}, dt, dev), k = random_tensor({T, Hkv, D}, dt, dev);
+          std::vector<int32_t> pos(static_cast<size_t>(T));
+          std::iota(pos.begin(), pos.end(), 0);
+          Tensor positions = i32_tensor(pos, {T}, dev);
+          Tensor cache = xhal::ops::rope_cache(T, D, 500000.0, dev);
+          const auto rotate = backward ? xhal::ops::rope_backward : xhal::ops::rope;
+          return std::function<void()>([=] { rotate(q, k, positions, cache, xhal::RopeStyle::neox, nullptr); });
+        });
+  }
 
   const int64_t B = s.attn_batch, H = s.attn_heads, S = s.attn_seq;
   for (bool causal : {true, false}) {

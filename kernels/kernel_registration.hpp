@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -31,6 +32,17 @@ using RunFn = xhal_status (*)(const xhal_op_call*, char*, size_t);
 template <class Params>
 const Params& op_params(const xhal_op_call* c) {
   return *static_cast<const Params*>(c->params);
+}
+
+// The tensor at `slot`, or null when the op has no such slot or the tensor is absent: a kernel
+// serving several ops reads the slots of one of them through it.
+inline const DLTensor* tensor_at(const xhal_op_call* c, int slot) {
+  return slot < int(c->num_tensors) ? c->tensors[slot] : nullptr;
+}
+
+// Whether the caller asked for bitwise-reproducible results (XHAL_CALL_DETERMINISTIC).
+inline bool deterministic(const xhal_op_call* c) {
+  return c->struct_size >= offsetof(xhal_op_call, flags) + sizeof c->flags && (c->flags & XHAL_CALL_DETERMINISTIC);
 }
 
 // Writes a printf-style message for the core and returns `status`.

@@ -212,8 +212,10 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
                          Tensor::from_host(lens.data(), {2}, DType::i32, Device::cpu()), po);
     const std::vector<int32_t> positions{0, 5, 17, 3, 9, 30, 2};
     const Tensor rq = random_tensor({7, 4, 64}, dt, 20), rk = random_tensor({7, 2, 64}, dt, 21);
-    ops::rope(rq, rk, Tensor::from_host(positions.data(), {7}, DType::i32, Device::cpu()),
-              ops::rope_cache(32, 64, 10000.0), RopeStyle::neox);
+    const Tensor positions_t = Tensor::from_host(positions.data(), {7}, DType::i32, Device::cpu());
+    const Tensor cache = ops::rope_cache(32, 64, 10000.0);
+    ops::rope(rq, rk, positions_t, cache, RopeStyle::neox);
+    ops::rope_backward(rq, rk, positions_t, cache, RopeStyle::gptj);
     const Tensor lw = random_tensor({24, 200}, dt, 22), lo = Tensor::empty({5, 24}, dt, cpu);
     ops::linear(x, lw, nullptr, lo);
     for (const CheckReport& r : reports) {

@@ -37,6 +37,7 @@ const std::vector<Expectation> kExpected = {
     {Var::allocator, {"", "   "}},
     {Var::memory_limit, {"", "   ", "4294967296", " 1 "}},
     {Var::strict, {"", "   ", "TRUE", " 1 "}},
+    {Var::deterministic, {"", "   ", "TRUE", " 1 "}},
     {Var::force_reference, kGarbage},  // lists: the reader judges the items
     {Var::disable_kernels, kGarbage},
     {Var::cpu_disable, kGarbage},

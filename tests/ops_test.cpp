@@ -245,6 +245,51 @@ const std::vector<BadCall>& bad_calls() {
          auto bias = b.f32({7});
          ops::linear(b.f32({4, 64}), b.f32({8, 64}), &bias, b.o32({4, 8}));
        }},
+      // backward ops
+      {"dx shape", Errc::invalid_argument, "rms_norm_backward", "dx",
+       [](Buffers& b) {
+         ops::rms_norm_backward(b.f32({4, 64}), b.f32({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 32}),
+                                TensorView(b.out.data() + 1024, DType::f32, V{64}));
+       }},
+      {"x dtype", Errc::invalid_argument, "rms_norm_backward", "x",
+       [](Buffers& b) {
+         ops::rms_norm_backward(b.f32({4, 64}), b.bf16({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64}),
+                                TensorView(b.out.data() + 1024, DType::f32, V{64}));
+       }},
+      {"dweight size", Errc::invalid_argument, "rms_norm_backward", "dweight",
+       [](Buffers& b) {
+         ops::rms_norm_backward(b.f32({4, 64}), b.f32({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64}),
+                                TensorView(b.out.data() + 1024, DType::f32, V{32}));
+       }},
+      {"eps", Errc::invalid_argument, "rms_norm_backward", "eps",
+       [](Buffers& b) {
+         ops::rms_norm_backward(b.f32({4, 64}), b.f32({4, 64}), b.f32({64}), -1.0f, b.o32({4, 64}),
+                                TensorView(b.out.data() + 1024, DType::f32, V{64}));
+       }},
+      {"dresidual shape", Errc::invalid_argument, "fused_add_rms_norm_backward", "dresidual",
+       [](Buffers& b) {
+         ops::fused_add_rms_norm_backward(b.f32({4, 64}), b.f32({4, 64}), b.f32({64}), 1e-6f,
+                                          TensorView(b.out.data() + 2048, DType::f32, V{4, 63}), b.o32({4, 64}),
+                                          TensorView(b.out.data() + 1024, DType::f32, V{64}));
+       }},
+      {"dup shape", Errc::invalid_argument, "swiglu_backward", "dup",
+       [](Buffers& b) {
+         ops::swiglu_backward(b.f32({4, 64}), b.f32({4, 64}), b.f32({4, 64}), b.o32({4, 64}),
+                              TensorView(b.out.data() + 1024, DType::f32, V{4, 65}));
+       }},
+      {"packed dx", Errc::invalid_argument, "swiglu_packed_backward", "dx",
+       [](Buffers& b) {
+         ops::swiglu_packed_backward(b.f32({4, 32}), b.f32({4, 64}), b.o32({4, 32}));
+       }},
+      {"packed x", Errc::invalid_argument, "swiglu_packed_backward", "x",
+       [](Buffers& b) {
+         ops::swiglu_packed_backward(b.f32({4, 32}), b.f32({4, 66}), b.o32({4, 64}));
+       }},
+      {"rotary dim > head dim", Errc::invalid_argument, "rope_backward", "cos_sin_cache",
+       [](Buffers& b) {
+         ops::rope_backward(b.o32({4, 2, 64}), TensorView(b.out.data() + 1024, DType::f32, V{4, 1, 64}), b.i32({4}),
+                            b.f32({16, 66}), RopeStyle::neox);
+       }},
   };
   return calls;
 }
@@ -394,6 +439,21 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
       {"fused_add_rms_norm", "out", "residual",
        [](Buffers& b) {
          ops::fused_add_rms_norm(b.f32({4, 64}), b.o32({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64}));
+       }},
+      {"rms_norm_backward", "dx", "dout",  // a row's dx needs the whole row of dout
+       [](Buffers& b) {
+         ops::rms_norm_backward(b.o32({4, 64}), b.f32({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64}),
+                                TensorView(b.out.data() + 1024, DType::f32, {64}));
+       }},
+      {"fused_add_rms_norm_backward", "dx", "dresidual",  // shifted: not in place, not apart
+       [](Buffers& b) {
+         ops::fused_add_rms_norm_backward(b.f32({4, 64}), b.f32({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64}),
+                                          TensorView(b.out.data() + 1, DType::f32, {4, 64}),
+                                          TensorView(b.out.data() + 1024, DType::f32, {64}));
+       }},
+      {"swiglu_backward", "dup", "dgate",
+       [](Buffers& b) {
+         ops::swiglu_backward(b.f32({4, 64}), b.f32({4, 64}), b.f32({4, 64}), b.o32({4, 64}), b.o32({4, 64}));
        }},
       {"paged_attention", "out", "q",
        [](Buffers& b) {

@@ -27,6 +27,7 @@ import gc
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -68,6 +69,10 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_attention": [_P, _P, _P, _P, _PARAMS, _P, _P],
     "xhal_paged_attention": [_P, _P, _P, _P, _P, _P, _PARAMS, _P],
     "xhal_linear": [_P, _P, _P, _P, _P],
+    "xhal_rms_norm_backward": [_P, _P, _P, ctypes.c_float, _P, _P, _P],
+    "xhal_fused_add_rms_norm_backward": [_P, _P, _P, ctypes.c_float, _P, _P, _P, _P],
+    "xhal_swiglu_backward": [_P, _P, _P, _P, _P, _P],
+    "xhal_rope_backward": [_P, _P, _P, _P, ctypes.c_int32, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -447,6 +452,71 @@ def case_linear(ctx, M, N, K):
                     2 * M * N * K, "TFLOP/s", "gemm")
 
 
+# ------------------------------------------------------------------ gradients against autograd
+
+
+def autograd_peers(fn, inputs, douts, wrt):
+    """The gradients of fn(*inputs) w.r.t. inputs[i] for i in wrt, by torch autograd, eager and (on
+    the GPU, and on the CPU where it compiles) torch.compile's: the backward pass alone is timed,
+    the forward runs once beforehand and its graph is kept."""
+    def peer(f):
+        leaves = [t.detach().requires_grad_(i in wrt) for i, t in enumerate(inputs)]
+        out = f(*leaves)
+        outs = list(out) if isinstance(out, tuple) else [out]
+        targets = [leaves[i] for i in wrt]
+        return lambda: list(torch.autograd.grad(outs, targets, douts, retain_graph=True))
+    peers = [("autograd", peer(fn))]
+    if COMPILED[fn] is not None:
+        peers.append(("compile", peer(COMPILED[fn])))
+    return peers
+
+
+def case_rms_norm_backward(ctx, M, N):
+    x, w, dout = randn(M, N), 1 + randn(N, scale=0.1), randn(M, N)
+    dx, dw = torch.empty_like(x), torch.empty_like(w)
+    run = ctx.xhal.op("xhal_rms_norm_backward", dout, x, w, EPS, dx, dw)
+    # read dout and x, write dx (+ the weight and its gradient)
+    return run_case(ctx, lambda: (run, [dx, dw]), autograd_peers(_rms_norm, (x, w), [dout], (0, 1)), [dx, dw],
+                    3 * M * N * 2 + 2 * N * 2, "GB/s", "copy")
+
+
+def case_fused_add_backward(ctx, M, N):
+    res, w, dout, dres = randn(M, N), 1 + randn(N, scale=0.1), randn(M, N), randn(M, N)
+    dw = torch.empty_like(w)
+
+    def prep():
+        # xhal adds into the residual stream's gradient, which is also dx (in place): a fresh copy
+        # per run, untimed.
+        d = dres.clone()
+        return ctx.xhal.op("xhal_fused_add_rms_norm_backward", dout, res, w, EPS, d, d, dw), [d, d, dw]
+    # The forward's residual output is x + res: the peer's input x is zero, res the sum, so the
+    # gradients of x and res are both xhal's dx.
+    zero = torch.zeros_like(res)
+    peers = autograd_peers(_add_rms_norm, (zero, res, w), [dout, dres], (0, 1, 2))
+    # read dout, residual, dresidual; write dresidual (= dx)
+    return run_case(ctx, prep, peers, [dw], 4 * M * N * 2 + 2 * N * 2, "GB/s", "copy")
+
+
+def case_swiglu_backward(ctx, M, N):
+    g, u, dout = randn(M, N), randn(M, N), randn(M, N)
+    dg, du = torch.empty_like(g), torch.empty_like(u)
+    run = ctx.xhal.op("xhal_swiglu_backward", dout, g, u, dg, du)
+    return run_case(ctx, lambda: (run, [dg, du]), autograd_peers(_silu_mul, (g, u), [dout], (0, 1)), [dg, du],
+                    5 * M * N * 2, "GB/s", "copy")
+
+
+def case_rope_backward(ctx, T, Hq=32, Hkv=8, D=128, rotary_dim=128, max_pos=4096):
+    dq, dk = randn(T, Hq, D), randn(T, Hkv, D)
+    positions = torch.arange(T, dtype=torch.int64, device=DEVICE) % max_pos
+    cache = rope_cache(max_pos, rotary_dim)
+
+    def prep():
+        qc, kc = dq.clone(), dk.clone()  # in place: fresh copies per run, untimed
+        return ctx.xhal.op("xhal_rope_backward", qc, kc, positions, cache, 1), [qc, kc]
+    peers = autograd_peers(_rope_neox, (randn(T, Hq, D), randn(T, Hkv, D), positions, cache), [dq, dk], (0, 1))
+    return run_case(ctx, prep, peers, [], 2 * (T * Hq * D + T * Hkv * D) * 2, "GB/s", "copy")
+
+
 def measure_ceilings(ctx):
     src = torch.ones(GiB, dtype=torch.uint8, device=DEVICE)
     dst = torch.empty_like(src)
@@ -472,10 +542,13 @@ class Context:
         self.gemm_n = 8192 if on_cuda() else 4096  # the CPU's bf16 matmul runs ~1000x slower
         self.rows, self.failures, self.notes = [], [], []
         self.broken, self.where = False, ""
+        self.only = None  # a regex of op names to run (--only)
 
 
 def section(ctx, op, shape, case, *args):
     """Runs one case; whatever it raises is printed and recorded, and the run goes on."""
+    if ctx.only is not None and op != "ceilings" and not re.search(ctx.only, op):
+        return
     if ctx.broken:
         ctx.rows.append(dict(op=op, shape=shape, error="skipped: the CUDA context is broken"))
         return
@@ -563,6 +636,13 @@ def run_cases(ctx, shapes):
             section(ctx, op, f"{M}x{N}", case, M, N)
     for T in shapes["rope"]:
         section(ctx, "rope_neox", f"T{T} H32/8 D128", case_rope, T)
+    for op, case in (("rms_norm_backward", case_rms_norm_backward),
+                     ("fused_add_rms_norm_backward", case_fused_add_backward),
+                     ("swiglu_backward", case_swiglu_backward)):
+        for M, N in shapes["elementwise"]:
+            section(ctx, op, f"{M}x{N}", case, M, N)
+    for T in shapes["rope"]:
+        section(ctx, "rope_neox_backward", f"T{T} H32/8 D128", case_rope_backward, T)
     B, H, S = shapes["attention"]
     for causal in (True, False):
         section(ctx, "attention", f"B{B} H{H} S{S} D128 {'causal' if causal else 'full'}",
@@ -587,6 +667,7 @@ def main():
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--quick", action="store_true", help="shapes / 8, 5 timed runs")
     ap.add_argument("--json", metavar="OUT.json", help="also write every row here")
+    ap.add_argument("--only", metavar="REGEX", help="run only the ops whose name matches (the ceilings always run)")
     args = ap.parse_args()
     if args.device == "cpu":
         DEVICE = "cpu"
@@ -610,6 +691,7 @@ def main():
         sys.exit(f"xhal has no {want} (devices: {devices}); is libxhal_{args.device}.so next to "
                  f"{args.lib}? build/bin/xhal-info says why a plugin did not load")
     ctx = Context(xhal, Bench(iters=5 if args.quick else (20 if on_cuda() else 10), warmup=3))
+    ctx.only = args.only
     print(f"{device_name}; {about}; xhal devices {devices}", flush=True)
     run_cases(ctx, case_shapes(8 if args.quick else 1, args.quick))
 

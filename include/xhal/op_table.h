@@ -13,60 +13,91 @@ extern "C" {
 #endif
 
 /* OP(NAME, name, params): `params` is the struct xhal_op_call.params points at (NULL for void). */
-#define XHAL_OPS(OP)                                               \
-  OP(ATTENTION, attention, xhal_attention_op_params)               \
-  OP(ATTENTION_VARLEN, attention_varlen, xhal_attention_op_params) \
-  OP(PAGED_ATTENTION, paged_attention, xhal_attention_op_params)   \
-  OP(RMS_NORM, rms_norm, xhal_norm_op_params)                      \
-  OP(FUSED_ADD_RMS_NORM, fused_add_rms_norm, xhal_norm_op_params)  \
-  OP(SWIGLU, swiglu, void)                                         \
-  OP(SWIGLU_PACKED, swiglu_packed, void)                           \
-  OP(ROPE, rope, xhal_rope_op_params)                              \
-  OP(LINEAR, linear, void)
+#define XHAL_OPS(OP)                                                                \
+  OP(ATTENTION, attention, xhal_attention_op_params)                                \
+  OP(ATTENTION_VARLEN, attention_varlen, xhal_attention_op_params)                  \
+  OP(PAGED_ATTENTION, paged_attention, xhal_attention_op_params)                    \
+  OP(RMS_NORM, rms_norm, xhal_norm_op_params)                                       \
+  OP(FUSED_ADD_RMS_NORM, fused_add_rms_norm, xhal_norm_op_params)                   \
+  OP(SWIGLU, swiglu, void)                                                          \
+  OP(SWIGLU_PACKED, swiglu_packed, void)                                            \
+  OP(ROPE, rope, xhal_rope_op_params)                                               \
+  OP(LINEAR, linear, void)                                                          \
+  OP(RMS_NORM_BACKWARD, rms_norm_backward, xhal_norm_op_params)                     \
+  OP(FUSED_ADD_RMS_NORM_BACKWARD, fused_add_rms_norm_backward, xhal_norm_op_params) \
+  OP(SWIGLU_BACKWARD, swiglu_backward, void)                                        \
+  OP(SWIGLU_PACKED_BACKWARD, swiglu_packed_backward, void)                          \
+  OP(ROPE_BACKWARD, rope_backward, xhal_rope_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
- * NULL for paged_attention) so that one kernel can serve all three. Optional tensors are NULL when
- * absent. */
-#define XHAL_OP_TENSORS(TENSOR)                                            \
-  TENSOR(ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                              \
-  TENSOR(ATTENTION, K, k, 1, XHAL_ROLE_IN, 0)                              \
-  TENSOR(ATTENTION, V, v, 2, XHAL_ROLE_IN, 0)                              \
-  TENSOR(ATTENTION, OUT, out, 3, XHAL_ROLE_OUT, 0)                         \
-  TENSOR(ATTENTION, LSE, lse, 4, XHAL_ROLE_OUT, 1)                         \
-  TENSOR(ATTENTION_VARLEN, Q, q, 0, XHAL_ROLE_IN, 0)                       \
-  TENSOR(ATTENTION_VARLEN, K, k, 1, XHAL_ROLE_IN, 0)                       \
-  TENSOR(ATTENTION_VARLEN, V, v, 2, XHAL_ROLE_IN, 0)                       \
-  TENSOR(ATTENTION_VARLEN, CU_SEQLENS_Q, cu_seqlens_q, 5, XHAL_ROLE_IN, 0) \
-  TENSOR(ATTENTION_VARLEN, CU_SEQLENS_K, cu_seqlens_k, 6, XHAL_ROLE_IN, 0) \
-  TENSOR(ATTENTION_VARLEN, OUT, out, 3, XHAL_ROLE_OUT, 0)                  \
-  TENSOR(ATTENTION_VARLEN, LSE, lse, 4, XHAL_ROLE_OUT, 1)                  \
-  TENSOR(PAGED_ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                        \
-  TENSOR(PAGED_ATTENTION, K_CACHE, k_cache, 1, XHAL_ROLE_IN, 0)            \
-  TENSOR(PAGED_ATTENTION, V_CACHE, v_cache, 2, XHAL_ROLE_IN, 0)            \
-  TENSOR(PAGED_ATTENTION, BLOCK_TABLE, block_table, 5, XHAL_ROLE_IN, 0)    \
-  TENSOR(PAGED_ATTENTION, SEQ_LENS, seq_lens, 6, XHAL_ROLE_IN, 0)          \
-  TENSOR(PAGED_ATTENTION, OUT, out, 3, XHAL_ROLE_OUT, 0)                   \
-  TENSOR(RMS_NORM, X, x, 0, XHAL_ROLE_IN, 0)                               \
-  TENSOR(RMS_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                     \
-  TENSOR(RMS_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                          \
-  TENSOR(FUSED_ADD_RMS_NORM, X, x, 0, XHAL_ROLE_IN, 0)                     \
-  TENSOR(FUSED_ADD_RMS_NORM, RESIDUAL, residual, 3, XHAL_ROLE_INOUT, 0)    \
-  TENSOR(FUSED_ADD_RMS_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)           \
-  TENSOR(FUSED_ADD_RMS_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                \
-  TENSOR(SWIGLU, GATE, gate, 0, XHAL_ROLE_IN, 0)                           \
-  TENSOR(SWIGLU, UP, up, 1, XHAL_ROLE_IN, 0)                               \
-  TENSOR(SWIGLU, OUT, out, 2, XHAL_ROLE_OUT, 0)                            \
-  TENSOR(SWIGLU_PACKED, X, x, 0, XHAL_ROLE_IN, 0)                          \
-  TENSOR(SWIGLU_PACKED, OUT, out, 2, XHAL_ROLE_OUT, 0)                     \
-  TENSOR(ROPE, Q, q, 0, XHAL_ROLE_INOUT, 0)                                \
-  TENSOR(ROPE, K, k, 1, XHAL_ROLE_INOUT, 0)                                \
-  TENSOR(ROPE, POSITIONS, positions, 2, XHAL_ROLE_IN, 0)                   \
-  TENSOR(ROPE, COS_SIN_CACHE, cos_sin_cache, 3, XHAL_ROLE_IN, 0)           \
-  TENSOR(LINEAR, X, x, 0, XHAL_ROLE_IN, 0)                                 \
-  TENSOR(LINEAR, W, w, 1, XHAL_ROLE_IN, 0)                                 \
-  TENSOR(LINEAR, BIAS, bias, 2, XHAL_ROLE_IN, 1)                           \
-  TENSOR(LINEAR, OUT, out, 3, XHAL_ROLE_OUT, 0)
+ * NULL for paged_attention) so that one kernel can serve all three, and so do each forward op and
+ * the others of its family: rms_norm_backward and its fused form share dout, x|residual, weight,
+ * dx, dweight at 0-4, the swiglu backward ops dout at 0, their input at 1 and its gradient at 3,
+ * and rope_backward has rope's slots. A backward op's residual is the sum the forward left in it.
+ * Optional tensors are NULL when absent. */
+#define XHAL_OP_TENSORS(TENSOR)                                                    \
+  TENSOR(ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                                      \
+  TENSOR(ATTENTION, K, k, 1, XHAL_ROLE_IN, 0)                                      \
+  TENSOR(ATTENTION, V, v, 2, XHAL_ROLE_IN, 0)                                      \
+  TENSOR(ATTENTION, OUT, out, 3, XHAL_ROLE_OUT, 0)                                 \
+  TENSOR(ATTENTION, LSE, lse, 4, XHAL_ROLE_OUT, 1)                                 \
+  TENSOR(ATTENTION_VARLEN, Q, q, 0, XHAL_ROLE_IN, 0)                               \
+  TENSOR(ATTENTION_VARLEN, K, k, 1, XHAL_ROLE_IN, 0)                               \
+  TENSOR(ATTENTION_VARLEN, V, v, 2, XHAL_ROLE_IN, 0)                               \
+  TENSOR(ATTENTION_VARLEN, CU_SEQLENS_Q, cu_seqlens_q, 5, XHAL_ROLE_IN, 0)         \
+  TENSOR(ATTENTION_VARLEN, CU_SEQLENS_K, cu_seqlens_k, 6, XHAL_ROLE_IN, 0)         \
+  TENSOR(ATTENTION_VARLEN, OUT, out, 3, XHAL_ROLE_OUT, 0)                          \
+  TENSOR(ATTENTION_VARLEN, LSE, lse, 4, XHAL_ROLE_OUT, 1)                          \
+  TENSOR(PAGED_ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                                \
+  TENSOR(PAGED_ATTENTION, K_CACHE, k_cache, 1, XHAL_ROLE_IN, 0)                    \
+  TENSOR(PAGED_ATTENTION, V_CACHE, v_cache, 2, XHAL_ROLE_IN, 0)                    \
+  TENSOR(PAGED_ATTENTION, BLOCK_TABLE, block_table, 5, XHAL_ROLE_IN, 0)            \
+  TENSOR(PAGED_ATTENTION, SEQ_LENS, seq_lens, 6, XHAL_ROLE_IN, 0)                  \
+  TENSOR(PAGED_ATTENTION, OUT, out, 3, XHAL_ROLE_OUT, 0)                           \
+  TENSOR(RMS_NORM, X, x, 0, XHAL_ROLE_IN, 0)                                       \
+  TENSOR(RMS_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                             \
+  TENSOR(RMS_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                                  \
+  TENSOR(FUSED_ADD_RMS_NORM, X, x, 0, XHAL_ROLE_IN, 0)                             \
+  TENSOR(FUSED_ADD_RMS_NORM, RESIDUAL, residual, 3, XHAL_ROLE_INOUT, 0)            \
+  TENSOR(FUSED_ADD_RMS_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                   \
+  TENSOR(FUSED_ADD_RMS_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                        \
+  TENSOR(SWIGLU, GATE, gate, 0, XHAL_ROLE_IN, 0)                                   \
+  TENSOR(SWIGLU, UP, up, 1, XHAL_ROLE_IN, 0)                                       \
+  TENSOR(SWIGLU, OUT, out, 2, XHAL_ROLE_OUT, 0)                                    \
+  TENSOR(SWIGLU_PACKED, X, x, 0, XHAL_ROLE_IN, 0)                                  \
+  TENSOR(SWIGLU_PACKED, OUT, out, 2, XHAL_ROLE_OUT, 0)                             \
+  TENSOR(ROPE, Q, q, 0, XHAL_ROLE_INOUT, 0)                                        \
+  TENSOR(ROPE, K, k, 1, XHAL_ROLE_INOUT, 0)                                        \
+  TENSOR(ROPE, POSITIONS, positions, 2, XHAL_ROLE_IN, 0)                           \
+  TENSOR(ROPE, COS_SIN_CACHE, cos_sin_cache, 3, XHAL_ROLE_IN, 0)                   \
+  TENSOR(LINEAR, X, x, 0, XHAL_ROLE_IN, 0)                                         \
+  TENSOR(LINEAR, W, w, 1, XHAL_ROLE_IN, 0)                                         \
+  TENSOR(LINEAR, BIAS, bias, 2, XHAL_ROLE_IN, 1)                                   \
+  TENSOR(LINEAR, OUT, out, 3, XHAL_ROLE_OUT, 0)                                    \
+  TENSOR(RMS_NORM_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                        \
+  TENSOR(RMS_NORM_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                              \
+  TENSOR(RMS_NORM_BACKWARD, WEIGHT, weight, 2, XHAL_ROLE_IN, 0)                    \
+  TENSOR(RMS_NORM_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 0)                           \
+  TENSOR(RMS_NORM_BACKWARD, DWEIGHT, dweight, 4, XHAL_ROLE_OUT, 0)                 \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)              \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, RESIDUAL, residual, 1, XHAL_ROLE_IN, 0)      \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, WEIGHT, weight, 2, XHAL_ROLE_IN, 0)          \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DRESIDUAL, dresidual, 5, XHAL_ROLE_INOUT, 0) \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 0)                 \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DWEIGHT, dweight, 4, XHAL_ROLE_OUT, 0)       \
+  TENSOR(SWIGLU_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                          \
+  TENSOR(SWIGLU_BACKWARD, GATE, gate, 1, XHAL_ROLE_IN, 0)                          \
+  TENSOR(SWIGLU_BACKWARD, UP, up, 2, XHAL_ROLE_IN, 0)                              \
+  TENSOR(SWIGLU_BACKWARD, DGATE, dgate, 3, XHAL_ROLE_OUT, 0)                       \
+  TENSOR(SWIGLU_BACKWARD, DUP, dup, 4, XHAL_ROLE_OUT, 0)                           \
+  TENSOR(SWIGLU_PACKED_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                   \
+  TENSOR(SWIGLU_PACKED_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                         \
+  TENSOR(SWIGLU_PACKED_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 0)                      \
+  TENSOR(ROPE_BACKWARD, DQ, dq, 0, XHAL_ROLE_INOUT, 0)                             \
+  TENSOR(ROPE_BACKWARD, DK, dk, 1, XHAL_ROLE_INOUT, 0)                             \
+  TENSOR(ROPE_BACKWARD, POSITIONS, positions, 2, XHAL_ROLE_IN, 0)                  \
+  TENSOR(ROPE_BACKWARD, COS_SIN_CACHE, cos_sin_cache, 3, XHAL_ROLE_IN, 0)
 
 /* The most tensors one op has; a new op with more raises it (the core's call buffers use it). */
 #define XHAL_MAX_OP_TENSORS 16

@@ -67,5 +67,33 @@ Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, Device devi
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& out,
             const Stream* stream = nullptr);
 
+// Backward ops. Each takes the gradient of its forward op's outputs (dout) and the forward's inputs,
+// and writes the gradients of those inputs; a weight's gradient is reduced over every row in a
+// fixed order (deterministic whatever the mode).
+
+// Of rms_norm: dx[...,N] and dweight[N] from dout, x and weight (the row's rms is recomputed).
+void rms_norm_backward(const TensorView& dout, const TensorView& x, const TensorView& weight, float eps,
+                       const TensorView& dx, const TensorView& dweight, const Stream* stream = nullptr);
+
+// Of fused_add_rms_norm. `residual` is the sum the forward left in it; `dresidual` holds on entry
+// the gradient arriving on the residual stream (of the forward's residual output) and on return
+// the gradient of the sum, which is also the gradient of the forward's x and of its residual input:
+// dx gets the same values (dx may be dresidual itself). dweight[N] as for rms_norm_backward.
+void fused_add_rms_norm_backward(const TensorView& dout, const TensorView& residual, const TensorView& weight,
+                                 float eps, const TensorView& dresidual, const TensorView& dx,
+                                 const TensorView& dweight, const Stream* stream = nullptr);
+
+// Of swiglu: dgate = dout * up * silu'(gate), dup = dout * silu(gate).
+void swiglu_backward(const TensorView& dout, const TensorView& gate, const TensorView& up, const TensorView& dgate,
+                     const TensorView& dup, const Stream* stream = nullptr);
+// Of swiglu_packed: dx[...,2N] = [dgate, dup] from dout[...,N] and x[...,2N].
+void swiglu_packed_backward(const TensorView& dout, const TensorView& x, const TensorView& dx,
+                            const Stream* stream = nullptr);
+
+// Of rope: rotates dq[T,Hq,D] and dk[T,Hkv,D] in place by the inverse angles (the transpose of the
+// forward's rotation), with rope's positions, cache and style.
+void rope_backward(const TensorView& dq, const TensorView& dk, const TensorView& positions,
+                   const TensorView& cos_sin_cache, RopeStyle style, const Stream* stream = nullptr);
+
 }  // namespace ops
 }  // namespace xhal

@@ -62,7 +62,16 @@ typedef struct xhal_op_call {
   const DLTensor* const* tensors; /* indexed by the op's slot constants; absent ones NULL */
   const void* params; /* the op's parameter struct (op_table.h), NULL for ops without one */
   const struct xhal_host_api* host; /* scratch memory, logging */
+  uint32_t flags; /* XHAL_CALL_* bits; read only when struct_size covers it */
 } xhal_op_call;
+
+/* xhal_op_call.flags */
+enum {
+  /* Deterministic mode (XHAL_DETERMINISTIC): the kernel must give bitwise-identical results run to
+   * run for the same inputs and device; one that cannot (atomics, a split whose order depends on
+   * timing) refuses the call from supports() so that the next kernel runs, or none. */
+  XHAL_CALL_DETERMINISTIC = 1u << 0
+};
 
 typedef xhal_status (*xhal_kernel_run_fn)(void* ctx, const xhal_op_call* call, char* msg, size_t msg_len);
 typedef const char* (*xhal_kernel_supports_fn)(void* ctx, const xhal_op_call* call);

@@ -63,10 +63,15 @@ Explanation explain(const std::function<void()>& call);
 int64_t register_kernel(DeviceType backend, const xhal_kernel_desc& desc);
 void unregister_kernel(int64_t handle);
 
-// Overrides of XHAL_STRICT, XHAL_FORCE_REFERENCE and XHAL_DISABLE_KERNELS for this process.
-// Disabled kernels are never picked (explain() says so); the names apply to kernels registered
-// later too, and a name no kernel has changes nothing.
+// Overrides of XHAL_STRICT, XHAL_DETERMINISTIC, XHAL_FORCE_REFERENCE and XHAL_DISABLE_KERNELS for
+// this process. Disabled kernels are never picked (explain() says so); the names apply to kernels
+// registered later too, and a name no kernel has changes nothing.
 void set_strict(bool strict);
+// Deterministic mode: every op then gives bitwise-identical results run to run on the same device
+// and inputs; a kernel that cannot (atomics, a timing-dependent split) refuses the call, so the
+// next kernel runs, or Error(unsupported) says why none can.
+void set_deterministic(bool deterministic);
+bool deterministic();
 void set_force_reference(const std::vector<Op>& ops);
 void set_disabled_kernels(const std::vector<std::string>& names);
 

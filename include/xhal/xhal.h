@@ -71,6 +71,21 @@ xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* posi
 xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out);
 xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bias, const DLTensor* out, void* stream);
 
+/* Gradients: see the Gradients section of docs/ops.md. */
+xhal_status xhal_rms_norm_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* weight, float eps,
+                                   const DLTensor* dx, const DLTensor* dweight, void* stream);
+xhal_status xhal_fused_add_rms_norm_backward(const DLTensor* dout, const DLTensor* residual, const DLTensor* weight,
+                                             float eps, const DLTensor* dresidual, const DLTensor* dx,
+                                             const DLTensor* dweight, void* stream);
+xhal_status xhal_swiglu_backward(const DLTensor* dout, const DLTensor* gate, const DLTensor* up, const DLTensor* dgate,
+                                 const DLTensor* dup, void* stream);
+xhal_status xhal_swiglu_packed_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* dx, void* stream);
+xhal_status xhal_rope_backward(const DLTensor* dq, const DLTensor* dk, const DLTensor* positions,
+                               const DLTensor* cos_sin_cache, int32_t neox, void* stream);
+
+/* Deterministic mode (XHAL_DETERMINISTIC) on (1) or off (0) for this process. */
+void xhal_set_deterministic(int32_t on);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,7 +26,7 @@ struct RmsNormKernel {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     const TensorRef<const S> x(c->tensors[XHAL_RMS_NORM_X]), w(c->tensors[XHAL_RMS_NORM_WEIGHT]);
     const TensorRef<S> out(c->tensors[XHAL_RMS_NORM_OUT]);
-    const TensorRef<S> residual(c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL]);  // fused_add_rms_norm only
+    const TensorRef<S> residual(kernels::tensor_at(c, XHAL_FUSED_ADD_RMS_NORM_RESIDUAL));  // fused_add_rms_norm only
     const int64_t n = x.size(-1), rows = x.rows();
     std::vector<float> weight(static_cast<size_t>(n));
     load_row<E>(w.data, weight.data(), n);

@@ -74,7 +74,8 @@ template <class E>
 void norm_rows_typed(const xhal_op_call* c) {
   using S = typename E::Storage;
   const TensorRef<const S> x(c->tensors[XHAL_RMS_NORM_X]), w(c->tensors[XHAL_RMS_NORM_WEIGHT]);
-  const TensorRef<S> out(c->tensors[XHAL_RMS_NORM_OUT]), residual(c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL]);
+  const TensorRef<S> out(c->tensors[XHAL_RMS_NORM_OUT]),
+      residual(kernels::tensor_at(c, XHAL_FUSED_ADD_RMS_NORM_RESIDUAL));
   const int64_t n = x.size(-1), rows = x.rows();
   // The weight contiguous and in the element type: as f32 it would take twice the L1 cache that
   // the row being normalised needs too.

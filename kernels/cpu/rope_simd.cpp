@@ -1,7 +1,7 @@
-// rope with SIMD (Highway, best target picked at run time), in place on q and k, tokens in
-// parallel. neox: the two halves as pairs of vectors (cos and sin put in the pairs' order once per
-// token), a' = a cos - b sin, b' = b cos + a sin. gptj
-// (interleaved pairs): per token, cos and ±sin are spread to the pair layout once
+// rope and rope_backward (the sines negated) with SIMD (Highway, best target picked at run time),
+// in place on q and k, tokens in parallel. neox: the two halves as pairs of vectors (cos and sin
+// put in the pairs' order once per token), a' = a cos - b sin, b' = b cos + a sin. gptj
+// (interleaved pairs): per token, cos and +-sin are spread to the pair layout once
 // ([c0 c0 c1 c1 ...], [-s0 s0 -s1 s1 ...]), then x' = x * c + swap_pairs(x) * s for every head.
 // Registered above the portable reference kernel of rope.cpp.
 #undef HWY_TARGET_INCLUDE
@@ -97,6 +97,7 @@ bool rope_typed(const xhal_op_call* c) {
   const DLTensor* positions = c->tensors[XHAL_ROPE_POSITIONS];
   const int64_t tokens = q.size(0), half = cache.size(1) / 2;
   const bool neox = kernels::op_params<xhal_rope_op_params>(c).style == XHAL_ROPE_NEOX;
+  const float sin_sign = c->op == XHAL_OP_ROPE_BACKWARD ? -1.0f : 1.0f;  // rope_backward: the inverse
   // Each thread's cos and sin row in the order the rotation reads them.
   const auto pairs = [&](Carver& carver) {
     return std::pair{carver.take<float>(2, half), carver.take<float>(2, half)};
@@ -114,6 +115,9 @@ bool rope_typed(const xhal_op_call* c) {
       const float* cs = cache.at(rope_position(positions, t), 0);
       if (neox) {
         to_pair_order<E>(cs, cos_pairs, half), to_pair_order<E>(cs + half, sin_pairs, half);
+        if (sin_sign < 0) {
+          for (int64_t i = 0; i < half; ++i) sin_pairs[i] = -sin_pairs[i];
+        }
         // A finite row lets bf16 be rounded without a NaN test; a cache row may hold any float
         // (NaNs whose low bits are set too).
         const auto rotate = all_finite(cs, 2 * half) ? rotate_neox<E, NaNs::from_bf16> : rotate_neox<E, NaNs::any>;
@@ -123,8 +127,8 @@ bool rope_typed(const xhal_op_call* c) {
       }
       for (int64_t i = 0; i < half; ++i) {
         cos_pairs[2 * i] = cos_pairs[2 * i + 1] = cs[i];
-        sin_pairs[2 * i] = -cs[half + i];
-        sin_pairs[2 * i + 1] = cs[half + i];
+        sin_pairs[2 * i] = -sin_sign * cs[half + i];
+        sin_pairs[2 * i + 1] = sin_sign * cs[half + i];
       }
       for (int64_t h = 0; h < q.size(1); ++h) rotate_gptj<E>(q.at(t, h, 0), cos_pairs, sin_pairs, half);
       for (int64_t h = 0; h < k.size(1); ++h) rotate_gptj<E>(k.at(t, h, 0), cos_pairs, sin_pairs, half);
@@ -158,7 +162,10 @@ struct RopeSimd {
 };
 }  // namespace
 
-XHAL_REGISTER_KERNELS(host) { register_fast_kernels<RopeSimd>(host, "cpu.rope_simd", XHAL_OP_ROPE); }
+XHAL_REGISTER_KERNELS(host) {
+  register_fast_kernels<RopeSimd>(host, "cpu.rope_simd", XHAL_OP_ROPE);
+  register_fast_kernels<RopeSimd>(host, "cpu.rope_backward_simd", XHAL_OP_ROPE_BACKWARD);
+}
 
 }  // namespace xhal::cpu
 #endif

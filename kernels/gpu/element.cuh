@@ -46,4 +46,23 @@ struct Vec {
   __device__ void store_to(typename E::T* p) const { *reinterpret_cast<vec16_t*>(p) = raw; }
 };
 
+// Loads VEC elements at p as one 16-byte vector (VEC > 1) or one scalar.
+template <class E, int VEC>
+struct Chunk {
+  Vec<E> v;  // VEC == 1 uses v.v[0] only
+  __device__ void load(const typename E::T* p) {
+    if constexpr (VEC > 1)
+      v = Vec<E>::load_from(p);
+    else
+      v.v[0] = *p;
+  }
+  __device__ void store(typename E::T* p) const {
+    if constexpr (VEC > 1)
+      v.store_to(p);
+    else
+      *p = v.v[0];
+  }
+  __device__ float get(int k) const { return E::load(v.v[k]); }
+};
+
 }  // namespace xhal::gpu

@@ -94,6 +94,19 @@ void allow_shared_bytes(Kernel kernel, size_t bytes) {
                             int(bytes));
 }
 
+// How many blocks of `kernel` (`threads` each, `shared` bytes of dynamic shared memory) the whole
+// device holds at once: the grid of a kernel whose blocks loop over the work, so that none waits
+// for a second wave. At least one per multiprocessor.
+template <class Kernel>
+int64_t resident_blocks(Kernel kernel, int threads, size_t shared, int device) {
+  int per_sm = 0;
+  if (gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared) != gpuSuccess || per_sm < 1) {
+    (void)gpuGetLastError();  // a query that failed leaves no error for the launch's status
+    per_sm = 1;
+  }
+  return int64_t(per_sm) * multiprocessor_count(device);
+}
+
 // A block of about `want` threads: whole warps, at least one, at most `max_threads`.
 inline int block_threads(int64_t want, int max_threads) {
   const int64_t warps = (want + kWarpSize - 1) / kWarpSize;

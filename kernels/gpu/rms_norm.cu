@@ -11,25 +11,6 @@
 namespace xhal::gpu {
 namespace {
 
-// Loads VEC elements at p as one 16-byte vector (VEC > 1) or one scalar.
-template <class E, int VEC>
-struct Chunk {
-  Vec<E> v;  // VEC == 1 uses v.v[0] only
-  __device__ void load(const typename E::T* p) {
-    if constexpr (VEC > 1)
-      v = Vec<E>::load_from(p);
-    else
-      v.v[0] = *p;
-  }
-  __device__ void store(typename E::T* p) const {
-    if constexpr (VEC > 1)
-      v.store_to(p);
-    else
-      *p = v.v[0];
-  }
-  __device__ float get(int k) const { return E::load(v.v[k]); }
-};
-
 // VPT: chunks held per thread; 0 = the row does not fit, read it twice. Rows are held in their
 // 16-bit form (half the registers of f32) and converted where used, so that 64 registers suffice
 // and 1024-thread blocks or several smaller ones fit on a multiprocessor.
@@ -242,7 +223,7 @@ template <class E, int kWarps, int kVpl, bool kResidual>
 bool launch_rows(const xhal_op_call* c, gpuStream_t stream) {
   using T = typename E::T;
   const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
-  const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL];
+  const DLTensor* res = kernels::tensor_at(c, XHAL_FUSED_ADD_RMS_NORM_RESIDUAL);
   const RowLayout xl = row_layout(x);
   // A block per group of rows (measured faster than one wave of blocks looping over rows: the
   // hardware starts a new block as soon as one finishes).
@@ -264,7 +245,7 @@ template <class E>
 bool launch_rows_in_registers(const xhal_op_call* c, gpuStream_t stream) {
   const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
   const int64_t vecs = x->shape[x->ndim - 1] / Vec<E>::kVec;
-  if (c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL] != nullptr) {
+  if (kernels::tensor_at(c, XHAL_FUSED_ADD_RMS_NORM_RESIDUAL) != nullptr) {
     if (vecs <= kWarpSize * 4) return launch_rows<E, 1, 4, true>(c, stream);
     if (vecs <= kWarpSize * 8) return launch_rows<E, 2, 4, true>(c, stream);
     if (vecs <= kWarpSize * 16) return launch_rows<E, 4, 4, true>(c, stream);
@@ -288,7 +269,7 @@ template <class E, int VEC>
 void launch_with_vec(const xhal_op_call* c, gpuStream_t stream) {
   using T = typename E::T;
   const DLTensor* x = c->tensors[XHAL_RMS_NORM_X];
-  const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL];
+  const DLTensor* res = kernels::tensor_at(c, XHAL_FUSED_ADD_RMS_NORM_RESIDUAL);
   const RowLayout xl = row_layout(x), ol = row_layout(c->tensors[XHAL_RMS_NORM_OUT]);
   const RowLayout rl = res ? row_layout(res) : RowLayout{};
   const int64_t vecs = xl.cols / VEC;
@@ -323,10 +304,10 @@ struct RmsNormKernel {
     if (cols == 0 || row_layout(x).rows == 0) return XHAL_OK;
     bool vectorizable = rows_vectorizable(x, cols) && rows_vectorizable(c->tensors[XHAL_RMS_NORM_OUT], cols) &&
                         rows_vectorizable(c->tensors[XHAL_RMS_NORM_WEIGHT], cols);
-    if (const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL])
+    if (const DLTensor* res = kernels::tensor_at(c, XHAL_FUSED_ADD_RMS_NORM_RESIDUAL))
       vectorizable &= rows_vectorizable(res, cols);
     auto stream = static_cast<gpuStream_t>(c->stream);
-    const DLTensor* res = c->tensors[XHAL_FUSED_ADD_RMS_NORM_RESIDUAL];
+    const DLTensor* res = kernels::tensor_at(c, XHAL_FUSED_ADD_RMS_NORM_RESIDUAL);
     const bool short_rows = cols / Vec<E>::kVec <= 512;
     // Three buffers measured better for short rms_norm rows, worse for fused ones (whose residual
     // doubles the buffers, so fewer blocks fit).

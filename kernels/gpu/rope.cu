@@ -1,4 +1,4 @@
-// rope on the GPU, in place on q and k. With aligned rows each thread rotates 8 elements per
+// rope and rope_backward (the same rotation with the sines negated) on the GPU, in place on q and k. With aligned rows each thread rotates 8 elements per
 // 16-byte access (neox: 8 pairs across the two halves; gptj: 4 adjacent pairs) in a flat loop over
 // all (token, head, chunk); otherwise one pair per thread with scalar accesses. Positions outside
 // the cache leave their token unrotated (checked without a host round trip; see docs/ops.md).
@@ -9,13 +9,13 @@ namespace {
 
 template <class E>
 __device__ void rotate_heads(typename E::T* x, int64_t heads, int64_t head_stride, int64_t half, bool neox,
-                             const float* cs) {
+                             float sin_sign, const float* cs) {
   for (int64_t w = threadIdx.x; w < heads * half; w += blockDim.x) {
     const int64_t h = w / half, i = w % half;
     typename E::T* p = x + h * head_stride;
     const int64_t ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
     const float a = E::load(p[ia]), b = E::load(p[ib]);
-    const float c = cs[i], s = cs[half + i];
+    const float c = cs[i], s = sin_sign * cs[half + i];
     p[ia] = E::store(a * c - b * s);
     p[ib] = E::store(b * c + a * s);
   }
@@ -26,6 +26,7 @@ struct RopeArgs {
   int64_t q_token_stride, q_head_stride, k_token_stride, k_head_stride;
   int64_t pos_stride, max_pos, cache_stride, half;
   bool neox, pos64;
+  float sin_sign;  // 1: rope; -1: rope_backward, the inverse rotation
 };
 
 // Vector path: a flat grid-stride loop over (token, head of q then k, 16-byte chunk), so every
@@ -67,7 +68,7 @@ __global__ void rope_vec_kernel(typename E::T* q, typename E::T* k, const void* 
       Vec<E> ra, rb;
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
-        const float c = it.cs[it.i0 + e], s = it.cs[a.half + it.i0 + e];
+        const float c = it.cs[it.i0 + e], s = a.sin_sign * it.cs[a.half + it.i0 + e];
         const float fa = E::load(it.x.v[e]), fb = E::load(it.y.v[e]);
         ra.v[e] = E::store(fa * c - fb * s);
         rb.v[e] = E::store(fb * c + fa * s);
@@ -78,7 +79,7 @@ __global__ void rope_vec_kernel(typename E::T* q, typename E::T* k, const void* 
       Vec<E> r;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float c = it.cs[it.i0 + e], s = it.cs[a.half + it.i0 + e];
+        const float c = it.cs[it.i0 + e], s = a.sin_sign * it.cs[a.half + it.i0 + e];
         const float fa = E::load(it.x.v[2 * e]), fb = E::load(it.x.v[2 * e + 1]);
         r.v[2 * e] = E::store(fa * c - fb * s);
         r.v[2 * e + 1] = E::store(fb * c + fa * s);
@@ -103,8 +104,8 @@ __global__ void rope_kernel(typename E::T* q, typename E::T* k, const void* posi
                               : static_cast<const int32_t*>(positions)[t * a.pos_stride];
     if (p < 0 || p >= a.max_pos) continue;
     const float* cs = cache + p * a.cache_stride;
-    rotate_heads<E>(q + t * a.q_token_stride, a.q_heads, a.q_head_stride, a.half, a.neox, cs);
-    rotate_heads<E>(k + t * a.k_token_stride, a.k_heads, a.k_head_stride, a.half, a.neox, cs);
+    rotate_heads<E>(q + t * a.q_token_stride, a.q_heads, a.q_head_stride, a.half, a.neox, a.sin_sign, cs);
+    rotate_heads<E>(k + t * a.k_token_stride, a.k_heads, a.k_head_stride, a.half, a.neox, a.sin_sign, cs);
   }
 }
 
@@ -116,12 +117,13 @@ struct RopeKernel {
     const DLTensor* k = c->tensors[XHAL_ROPE_K];
     const DLTensor* pos = c->tensors[XHAL_ROPE_POSITIONS];
     const DLTensor* cache = c->tensors[XHAL_ROPE_COS_SIN_CACHE];
-    const RopeArgs a{
-        q->shape[0],          q->shape[1],         k->shape[1],
-        q->strides[0],        q->strides[1],       k->strides[0],
-        k->strides[1],        pos->strides[0],     cache->shape[0],
-        cache->strides[0],    cache->shape[1] / 2, kernels::op_params<xhal_rope_op_params>(c).style == XHAL_ROPE_NEOX,
-        pos->dtype.bits == 64};
+    const RopeArgs a{q->shape[0],           q->shape[1],
+                     k->shape[1],           q->strides[0],
+                     q->strides[1],         k->strides[0],
+                     k->strides[1],         pos->strides[0],
+                     cache->shape[0],       cache->strides[0],
+                     cache->shape[1] / 2,   kernels::op_params<xhal_rope_op_params>(c).style == XHAL_ROPE_NEOX,
+                     pos->dtype.bits == 64, c->op == XHAL_OP_ROPE_BACKWARD ? -1.0f : 1.0f};
     if (a.tokens == 0) return XHAL_OK;
     const int64_t pairs = (a.q_heads + a.k_heads) * a.half;
     const int threads = block_threads(pairs / 2, 512);
@@ -146,12 +148,15 @@ struct RopeKernel {
     } else {
       rope_kernel<E><<<grid_for(a.tokens, 1, int64_t(1) << 20), threads, 0, stream>>>(qd, kd, pos->data, cd, a);
     }
-    return launch_status(msg, len, "rope");
+    return launch_status(msg, len, c->op == XHAL_OP_ROPE_BACKWARD ? "rope_backward" : "rope");
   }
 };
 
 }  // namespace
 
-XHAL_REGISTER_KERNELS(host) { register_float_kernels<RopeKernel>(host, XHAL_GPU_BACKEND ".rope", XHAL_OP_ROPE); }
+XHAL_REGISTER_KERNELS(host) {
+  register_float_kernels<RopeKernel>(host, XHAL_GPU_BACKEND ".rope", XHAL_OP_ROPE);
+  register_float_kernels<RopeKernel>(host, XHAL_GPU_BACKEND ".rope_backward", XHAL_OP_ROPE_BACKWARD);
+}
 
 }  // namespace xhal::gpu

@@ -39,6 +39,10 @@ __device__ inline void warp_sync() {
   __builtin_amdgcn_wave_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
+// HIP has no named barriers: the whole block waits, so every thread of the block must reach each
+// call (kernels that use it keep their groups in lockstep).
+__device__ inline void group_barrier(int, int) { __syncthreads(); }
+inline constexpr int kMaxGroupBarriers = 8;
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -56,6 +60,12 @@ inline constexpr int kMaxDynamicSharedBytes = 200 * 1024;
 __device__ inline float warp_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 __device__ inline float warp_shfl(float v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
 __device__ inline void warp_sync() { __syncwarp(); }
+// Waits for the `threads` threads (whole warps) that use barrier `id` (1..kMaxGroupBarriers; 0 is
+// __syncthreads'), so groups of warps of one block synchronize without waiting for each other.
+__device__ inline void group_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" : : "r"(id), "r"(threads) : "memory");
+}
+inline constexpr int kMaxGroupBarriers = 15;
 #endif
 
 // Sum and max over the lanes of one warp.

@@ -226,6 +226,69 @@ xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* posi
   });
 }
 
+xhal_status xhal_rope_backward(const DLTensor* dq, const DLTensor* dk, const DLTensor* positions,
+                               const DLTensor* cos_sin_cache, int32_t neox, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::rope_backward;
+    auto qv = view(dq, op, XHAL_ROPE_BACKWARD_DQ);
+    auto s = stream_for(qv, stream);
+    xhal::ops::rope_backward(qv, view(dk, op, XHAL_ROPE_BACKWARD_DK), view(positions, op, XHAL_ROPE_BACKWARD_POSITIONS),
+                             view(cos_sin_cache, op, XHAL_ROPE_BACKWARD_COS_SIN_CACHE),
+                             neox ? xhal::RopeStyle::neox : xhal::RopeStyle::gptj, ptr(s));
+  });
+}
+
+xhal_status xhal_rms_norm_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* weight, float eps,
+                                   const DLTensor* dx, const DLTensor* dweight, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::rms_norm_backward;
+    auto o = view(dx, op, XHAL_RMS_NORM_BACKWARD_DX);
+    auto s = stream_for(o, stream);
+    xhal::ops::rms_norm_backward(view(dout, op, XHAL_RMS_NORM_BACKWARD_DOUT), view(x, op, XHAL_RMS_NORM_BACKWARD_X),
+                                 view(weight, op, XHAL_RMS_NORM_BACKWARD_WEIGHT), eps, o,
+                                 view(dweight, op, XHAL_RMS_NORM_BACKWARD_DWEIGHT), ptr(s));
+  });
+}
+
+xhal_status xhal_fused_add_rms_norm_backward(const DLTensor* dout, const DLTensor* residual, const DLTensor* weight,
+                                             float eps, const DLTensor* dresidual, const DLTensor* dx,
+                                             const DLTensor* dweight, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::fused_add_rms_norm_backward;
+    auto o = view(dx, op, XHAL_FUSED_ADD_RMS_NORM_BACKWARD_DX);
+    auto s = stream_for(o, stream);
+    xhal::ops::fused_add_rms_norm_backward(view(dout, op, XHAL_FUSED_ADD_RMS_NORM_BACKWARD_DOUT),
+                                           view(residual, op, XHAL_FUSED_ADD_RMS_NORM_BACKWARD_RESIDUAL),
+                                           view(weight, op, XHAL_FUSED_ADD_RMS_NORM_BACKWARD_WEIGHT), eps,
+                                           view(dresidual, op, XHAL_FUSED_ADD_RMS_NORM_BACKWARD_DRESIDUAL), o,
+                                           view(dweight, op, XHAL_FUSED_ADD_RMS_NORM_BACKWARD_DWEIGHT), ptr(s));
+  });
+}
+
+xhal_status xhal_swiglu_backward(const DLTensor* dout, const DLTensor* gate, const DLTensor* up, const DLTensor* dgate,
+                                 const DLTensor* dup, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::swiglu_backward;
+    auto o = view(dgate, op, XHAL_SWIGLU_BACKWARD_DGATE);
+    auto s = stream_for(o, stream);
+    xhal::ops::swiglu_backward(view(dout, op, XHAL_SWIGLU_BACKWARD_DOUT), view(gate, op, XHAL_SWIGLU_BACKWARD_GATE),
+                               view(up, op, XHAL_SWIGLU_BACKWARD_UP), o, view(dup, op, XHAL_SWIGLU_BACKWARD_DUP),
+                               ptr(s));
+  });
+}
+
+xhal_status xhal_swiglu_packed_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* dx, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::swiglu_packed_backward;
+    auto o = view(dx, op, XHAL_SWIGLU_PACKED_BACKWARD_DX);
+    auto s = stream_for(o, stream);
+    xhal::ops::swiglu_packed_backward(view(dout, op, XHAL_SWIGLU_PACKED_BACKWARD_DOUT),
+                                      view(x, op, XHAL_SWIGLU_PACKED_BACKWARD_X), o, ptr(s));
+  });
+}
+
+void xhal_set_deterministic(int32_t on) { xhal::registry::set_deterministic(on != 0); }
+
 xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out) {
   return guarded([&] {
     auto o = view(out, "rope_cache", "out");

@@ -23,6 +23,7 @@ enum class Var {
   allocator,
   memory_limit,
   strict,
+  deterministic,
   force_reference,
   disable_kernels,
   cpu_disable,

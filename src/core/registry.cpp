@@ -20,6 +20,7 @@ thread_local registry::Explanation* t_explaining = nullptr;
 
 Registry::Registry() {
   strict_ = env::or_warn(env::Var::strict, env::flag, std::optional<bool>()).value_or(false);
+  deterministic_ = env::or_warn(env::Var::deterministic, env::flag, std::optional<bool>()).value_or(false);
   std::vector<Op> ops;
   std::vector<std::string> unknown;
   std::vector<std::string_view> names;

@@ -42,6 +42,8 @@ class Registry {
   void run_reference(DeviceType backend, const xhal_op_call& call, Ran* ran);
 
   void set_strict(bool strict) { strict_ = strict; }
+  void set_deterministic(bool deterministic) { deterministic_ = deterministic; }
+  bool deterministic() const { return deterministic_; }
   void set_force_reference(const std::vector<Op>& ops);
   void set_disabled_kernels(const std::vector<std::string>& names);
 
@@ -64,6 +66,7 @@ class Registry {
   std::array<std::vector<std::shared_ptr<Impl>>, kNumOps * kMaxBackends * kNumDTypes> table_;
   int64_t next_handle_ = 1;
   std::atomic<bool> strict_{false};
+  std::atomic<bool> deterministic_{false};
   std::array<bool, kNumOps> force_reference_{};
   std::vector<std::string> disabled_;
 };

@@ -33,6 +33,7 @@ OpCall::OpCall(Op op, DType dtype, Device device, const Stream* stream) : device
   call_.tensors = tensor_pointers_.data();
   call_.stream = stream ? stream->native() : DeviceManager::instance().current_stream(device).native();
   call_.host = &backend->plugin.context->host;
+  call_.flags = Runtime::get().registry().deterministic() ? XHAL_CALL_DETERMINISTIC : 0;
 }
 
 void OpCall::set(int slot, const TensorView& view) {

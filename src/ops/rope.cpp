@@ -1,4 +1,4 @@
-// Front ends of rope and rope_cache. Positions live in device memory; kernels check they are below
+// Front ends of rope, rope_backward and rope_cache. Positions live in device memory; kernels check they are below
 // max_pos where that is cheap (the CPU backend checks each), see docs/ops.md.
 #include <algorithm>
 #include <cmath>
@@ -13,9 +13,15 @@
 
 namespace xhal::ops {
 
-void rope(const TensorView& q, const TensorView& k, const TensorView& positions, const TensorView& cos_sin_cache,
-          RopeStyle style, const Stream* stream) {
-  const ArgChecks check(Op::rope);
+namespace {
+
+// rope and rope_backward: the same arguments at the same slots, rotated by opposite angles.
+void rotate(Op op, const TensorView& q, const TensorView& k, const TensorView& positions,
+            const TensorView& cos_sin_cache, RopeStyle style, const Stream* stream) {
+  static_assert(XHAL_ROPE_Q == XHAL_ROPE_BACKWARD_DQ && XHAL_ROPE_K == XHAL_ROPE_BACKWARD_DK &&
+                XHAL_ROPE_POSITIONS == XHAL_ROPE_BACKWARD_POSITIONS &&
+                XHAL_ROPE_COS_SIN_CACHE == XHAL_ROPE_BACKWARD_COS_SIN_CACHE);
+  const ArgChecks check(op);
   check.tensor(XHAL_ROPE_Q, q, 3);
   check.float_dtype(XHAL_ROPE_Q, q);
   const int64_t T = q.size(0), D = q.size(2);
@@ -42,7 +48,7 @@ void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
   check.apart(XHAL_ROPE_Q, q,
               {{XHAL_ROPE_K, &k}, {XHAL_ROPE_POSITIONS, &positions}, {XHAL_ROPE_COS_SIN_CACHE, &cos_sin_cache}});
   check.apart(XHAL_ROPE_K, k, {{XHAL_ROPE_POSITIONS, &positions}, {XHAL_ROPE_COS_SIN_CACHE, &cos_sin_cache}});
-  OpCall call(Op::rope, q.dtype(), device, stream);
+  OpCall call(op, q.dtype(), device, stream);
   const xhal_rope_op_params op_params{sizeof op_params, style == RopeStyle::neox ? XHAL_ROPE_NEOX : XHAL_ROPE_GPTJ};
   call.set_params(op_params);
   call.set(XHAL_ROPE_Q, q);
@@ -50,6 +56,18 @@ void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
   call.set(XHAL_ROPE_POSITIONS, positions);
   call.set(XHAL_ROPE_COS_SIN_CACHE, cos_sin_cache);
   call.run();
+}
+
+}  // namespace
+
+void rope(const TensorView& q, const TensorView& k, const TensorView& positions, const TensorView& cos_sin_cache,
+          RopeStyle style, const Stream* stream) {
+  rotate(Op::rope, q, k, positions, cos_sin_cache, style, stream);
+}
+
+void rope_backward(const TensorView& dq, const TensorView& dk, const TensorView& positions,
+                   const TensorView& cos_sin_cache, RopeStyle style, const Stream* stream) {
+  rotate(Op::rope_backward, dq, dk, positions, cos_sin_cache, style, stream);
 }
 
 Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, Device device) {

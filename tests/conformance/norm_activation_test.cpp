@@ -5,30 +5,10 @@
 
 #include "conformance.hpp"
 #include "golden/golden.hpp"
+#include "row_shapes.hpp"
 
 namespace xhal::test {
 namespace {
-
-struct RowShape {
-  std::vector<int64_t> shape;  // [..., N]
-  Layout layout;
-};
-
-// Odd sizes, rank 3, an empty batch, a padded (strided) layout, and rows long enough for each
-// GPU kernel shape (one warp, two and four warps per row, rows past the registers).
-const std::vector<RowShape> kRowShapes = {
-    {{1, 1}, {}},
-    {{7, 129}, {}},
-    {{129, 1000}, {}},
-    {{3, 5, 64}, {}},
-    {{0, 64}, {}},
-    {{33, 96}, {{}, 5}},
-    {{2, 7, 80}, {{1, 0, 2}, 3}},
-    {{9, 2056}, {}},
-    {{5, 4096}, {}},
-    {{3, 8200}, {}},
-    {{2, 20000}, {}},
-};
 
 TEST_P(Conformance, RmsNorm) {
   for (const auto& [shape, layout] : kRowShapes) {
@@ -87,18 +67,13 @@ TEST_P(Conformance, SwigluPacked) {
 TEST_P(Conformance, NonFiniteInputs) {
   const int64_t M = 4, N = 520;
   const double nan = std::nan(""), inf = INFINITY;
-  auto with = [&](TestTensor t, std::vector<std::pair<int64_t, double>> specials) {
-    std::vector<double> v = t.values();
-    for (auto [i, value] : specials) v[size_t(i)] = value;
-    return TestTensor::of({int64_t(v.size()) / N, N}, dtype(), device(), v);
-  };
   auto filled = [&](int64_t rows, int64_t cols) {
     return TestTensor::of({rows, cols}, dtype(), device(), std::vector<double>(size_t(rows * cols), 0.75));
   };
   // A NaN in row 0 (that row all NaN after a norm), +inf in row 1, -NaN in row 3's tail.
   const std::vector<std::pair<int64_t, double>> x_specials = {{3, nan}, {N + 100, inf}, {3 * N + 517, -nan}};
   {
-    auto x = with(random({M, N}), x_specials);
+    auto x = random({M, N}).with(x_specials);
     auto w = TestTensor::of({N}, dtype(), device(), [&] {
       std::vector<double> v = random({N}).values();
       v[7] = nan;  // column 7 NaN in every row
@@ -108,7 +83,7 @@ TEST_P(Conformance, NonFiniteInputs) {
     ops::rms_norm(x, w, 1e-5f, out);
     expect_close_nan_for_nan(out.download("out"), golden::rms_norm(x.values(), w.values(), 1e-5), dtype(),
                              "rms_norm out");
-    auto residual = with(random({M, N}), {{2 * N + 40, -inf}, {2 * N + 41, nan}});
+    auto residual = random({M, N}).with({{2 * N + 40, -inf}, {2 * N + 41, nan}});
     auto out2 = filled(M, N);
     const std::vector<double> residual_before = residual.values();
     ops::fused_add_rms_norm(x, residual, w, 1e-5f, out2);
@@ -118,9 +93,9 @@ TEST_P(Conformance, NonFiniteInputs) {
   }
   {
     // NaN in gate and in up, +inf in gate, and infinities in up against finite gates.
-    auto gate = with(TestTensor::random({M, N}, dtype(), device(), rng(), -6, 6),
-                     {{5, nan}, {N + 9, inf}, {3 * N + 515, -nan}});
-    auto up = with(random({M, N}), {{6, nan}, {2 * N + 30, inf}, {2 * N + 31, -inf}, {3 * N + 519, nan}});
+    auto gate =
+        TestTensor::random({M, N}, dtype(), device(), rng(), -6, 6).with({{5, nan}, {N + 9, inf}, {3 * N + 515, -nan}});
+    auto up = random({M, N}).with({{6, nan}, {2 * N + 30, inf}, {2 * N + 31, -inf}, {3 * N + 519, nan}});
     auto out = filled(M, N);
     ops::swiglu(gate, up, out);
     expect_close_nan_for_nan(out.download("out"), golden::swiglu(gate.values(), up.values()), dtype(), "swiglu out");

@@ -1,4 +1,4 @@
-// Conformance of rope (both styles, partial rotary_dim, i32 and i64 positions, strided q/k as
+// Conformance of rope and rope_backward (both styles, partial rotary_dim, i32 and i64 positions, strided q/k as
 // views into a packed qkv buffer) and rope_cache.
 #include <fmt/format.h>
 
@@ -7,11 +7,13 @@
 
 #include "conformance.hpp"
 #include "golden/golden.hpp"
+#include "golden/gradients.hpp"
 
 namespace xhal::test {
 namespace {
 
-TEST_P(Conformance, Rope) {
+// rope, or rope_backward (the inverse rotation), over the same cases.
+void check_rope(Device device, DType dtype, std::mt19937_64& rng, bool backward) {
   struct Case {
     int64_t T, Hq, Hkv, D, rotary_dim;
     RopeStyle style;
@@ -27,22 +29,31 @@ TEST_P(Conformance, Rope) {
         Case{0, 2, 1, 64, 64, RopeStyle::neox, DType::i32, {}}}) {
     SCOPED_TRACE(fmt::format("T {} Hq {} Hkv {} D {} rotary {} {}", c.T, c.Hq, c.Hkv, c.D, c.rotary_dim,
                              c.style == RopeStyle::neox ? "neox" : "gptj"));
-    auto q = random({c.T, c.Hq, c.D}, c.layout);
-    auto k = random({c.T, c.Hkv, c.D}, c.layout);
+    auto q = TestTensor::random({c.T, c.Hq, c.D}, dtype, device, rng, -1, 1, c.layout);
+    auto k = TestTensor::random({c.T, c.Hkv, c.D}, dtype, device, rng, -1, 1, c.layout);
     std::vector<int64_t> pos(size_t(c.T));
-    for (auto& p : pos) p = int64_t(rng()() % max_pos);
-    auto positions = ints({c.T}, pos, c.positions);
-    Tensor cache = ops::rope_cache(max_pos, c.rotary_dim, 10000.0, device());
-    ops::rope(q, k, positions, cache, c.style);
+    for (auto& p : pos) p = int64_t(rng() % max_pos);
+    auto positions = TestTensor::of({c.T}, c.positions, device, std::vector<double>(pos.begin(), pos.end()));
+    Tensor cache = ops::rope_cache(max_pos, c.rotary_dim, 10000.0, device);
     const auto table = golden::rope_cache(max_pos, c.rotary_dim, 10000.0);
     auto q_expected = q.values(), k_expected = k.values();
     const bool neox = c.style == RopeStyle::neox;
-    golden::rope(q_expected, pos, c.Hq, c.D, table, c.rotary_dim, neox);
-    golden::rope(k_expected, pos, c.Hkv, c.D, table, c.rotary_dim, neox);
-    expect_close(q.download("q"), q_expected, dtype(), "q");
-    expect_close(k.download("k"), k_expected, dtype(), "k");
+    if (backward) {
+      ops::rope_backward(q, k, positions, cache, c.style);
+      golden::rope_backward(q_expected, pos, c.Hq, c.D, table, c.rotary_dim, neox);
+      golden::rope_backward(k_expected, pos, c.Hkv, c.D, table, c.rotary_dim, neox);
+    } else {
+      ops::rope(q, k, positions, cache, c.style);
+      golden::rope(q_expected, pos, c.Hq, c.D, table, c.rotary_dim, neox);
+      golden::rope(k_expected, pos, c.Hkv, c.D, table, c.rotary_dim, neox);
+    }
+    expect_close(q.download("q"), q_expected, dtype, "q");
+    expect_close(k.download("k"), k_expected, dtype, "k");
   }
 }
+
+TEST_P(Conformance, Rope) { check_rope(device(), dtype(), rng(), false); }
+TEST_P(Conformance, RopeBackward) { check_rope(device(), dtype(), rng(), true); }
 
 // NaN and infinity give what the reference gives: in q, and in a cache row, whose NaN has every
 // mantissa bit set (0x7FFFFFFF: rounded to bf16 by adding 0x8000 without a NaN test, it would

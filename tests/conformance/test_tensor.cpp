@@ -96,6 +96,12 @@ TestTensor TestTensor::random(const std::vector<int64_t>& shape, DType dtype, De
   return of(shape, dtype, device, values, layout);
 }
 
+TestTensor TestTensor::with(const std::vector<std::pair<int64_t, double>>& replaced) const {
+  std::vector<double> values = values_;
+  for (const auto& [index, value] : replaced) values.at(size_t(index)) = value;
+  return of(shape_, dtype_, view_.device(), values, layout_);
+}
+
 TestTensor TestTensor::of(const std::vector<int64_t>& shape, DType dtype, Device device,
                           const std::vector<double>& values, Layout layout) {
   TestTensor t;

@@ -29,6 +29,10 @@ class TestTensor {
   // Every element, and the padding, set to the poison pattern.
   static TestTensor poisoned(const std::vector<int64_t>& shape, DType dtype, Device device, Layout layout = {});
 
+  // A new tensor of this one's shape, dtype, device and layout holding its values with the elements
+  // at `replaced` (logical flat indices) set to the given values (NaN, infinities).
+  TestTensor with(const std::vector<std::pair<int64_t, double>>& replaced) const;
+
   const TensorView& view() const { return view_; }
   operator const TensorView&() const { return view_; }  // NOLINT
   const std::vector<double>& values() const { return values_; }

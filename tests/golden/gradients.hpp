@@ -1,0 +1,37 @@
+// Float64 reference gradients of the backward ops, written from the derivatives of the forward
+// formulas in golden.hpp and checked against central differences of those forward references
+// (the golden_gradients unit test). Same layout contract as golden.hpp: contiguous row-major
+// vectors in the shapes given; sizes that disagree throw std::invalid_argument.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace xhal::golden {
+
+struct RmsNormGradients {
+  std::vector<double> dx;  // [M,N]
+  std::vector<double> dweight;  // [N]
+};
+
+// Of rms_norm(x, weight, eps): dout[M,N], x[M,N], weight[N]. With r = 1/sqrt(mean(x^2) + eps):
+// dx = r * (dout * weight - x * r^2 * mean(dout * weight * x)); dweight = sum over rows of
+// dout * x * r.
+RmsNormGradients rms_norm_backward(const std::vector<double>& dout, const std::vector<double>& x,
+                                   const std::vector<double>& weight, double eps);
+
+struct SwigluGradients {
+  std::vector<double> dgate, dup;  // [M,N] each
+};
+
+// Of swiglu(gate, up): with s = sigmoid(gate), dup = dout * gate * s and
+// dgate = dout * up * s * (1 + gate * (1 - s)).
+SwigluGradients swiglu_backward(const std::vector<double>& dout, const std::vector<double>& gate,
+                                const std::vector<double>& up);
+
+// Of rope: the transpose of the rotation, (a, b) -> (a c + b s, b c - a s), in place on x[T,H,D]
+// (arguments as for golden::rope).
+void rope_backward(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t H, int64_t D,
+                   const std::vector<double>& cache, int64_t rotary_dim, bool neox);
+
+}  // namespace xhal::golden

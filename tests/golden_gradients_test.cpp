@@ -1,0 +1,88 @@
+// The float64 reference gradients against central differences of the float64 forward references:
+// for L = sum(dout * f(inputs)), each reference gradient must match (L(v + h) - L(v - h)) / 2h
+// element by element. rope is linear, so its backward is checked as the transpose:
+// <dout, R x> = <R^T dout, x>.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "golden/golden.hpp"
+#include "golden/gradients.hpp"
+
+namespace xhal::golden {
+namespace {
+
+std::vector<double> random_values(size_t n, std::mt19937& rng, double lo = -2, double hi = 2) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(rng);
+  return v;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Expects grad[i] to be dL/dv[i] for L(v) = loss(v), by central differences.
+void expect_gradient(const std::vector<double>& v, const std::vector<double>& grad,
+                     const std::function<double(const std::vector<double>&)>& loss, const char* what) {
+  ASSERT_EQ(v.size(), grad.size()) << what;
+  const double h = 1e-6;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::vector<double> plus = v, minus = v;
+    plus[i] += h, minus[i] -= h;
+    const double numeric = (loss(plus) - loss(minus)) / (2 * h);
+    EXPECT_NEAR(grad[i], numeric, 1e-6 * (1 + std::abs(numeric))) << what << " element " << i;
+  }
+}
+
+TEST(GoldenGradients, RmsNorm) {
+  std::mt19937 rng(7);
+  const size_t M = 3, N = 7;
+  const double eps = 1e-3;
+  const auto x = random_values(M * N, rng), w = random_values(N, rng), dout = random_values(M * N, rng);
+  const RmsNormGradients g = rms_norm_backward(dout, x, w, eps);
+  expect_gradient(
+      x, g.dx, [&](const std::vector<double>& v) { return dot(dout, rms_norm(v, w, eps)); }, "dx");
+  expect_gradient(
+      w, g.dweight, [&](const std::vector<double>& v) { return dot(dout, rms_norm(x, v, eps)); }, "dweight");
+}
+
+TEST(GoldenGradients, Swiglu) {
+  std::mt19937 rng(8);
+  const size_t n = 40;
+  const auto gate = random_values(n, rng, -6, 6), up = random_values(n, rng), dout = random_values(n, rng);
+  const SwigluGradients g = swiglu_backward(dout, gate, up);
+  expect_gradient(
+      gate, g.dgate, [&](const std::vector<double>& v) { return dot(dout, swiglu(v, up)); }, "dgate");
+  expect_gradient(
+      up, g.dup, [&](const std::vector<double>& v) { return dot(dout, swiglu(gate, v)); }, "dup");
+}
+
+TEST(GoldenGradients, RopeIsTheTranspose) {
+  std::mt19937 rng(9);
+  const int64_t T = 5, H = 3, D = 10;
+  const std::vector<int64_t> positions = {0, 4, 2, 9, 1};
+  for (const int64_t rotary_dim : {int64_t(6), D}) {
+    for (const bool neox : {true, false}) {
+      const auto cache = rope_cache(10, rotary_dim, 10000.0);
+      const auto x = random_values(size_t(T * H * D), rng), dout = random_values(size_t(T * H * D), rng);
+      std::vector<double> rx = x, rt_dout = dout;
+      rope(rx, positions, H, D, cache, rotary_dim, neox);
+      rope_backward(rt_dout, positions, H, D, cache, rotary_dim, neox);
+      EXPECT_NEAR(dot(dout, rx), dot(rt_dout, x), 1e-10 * (1 + std::abs(dot(dout, rx))))
+          << "rotary_dim " << rotary_dim << " neox " << neox;
+      // And it undoes the forward rotation.
+      rope_backward(rx, positions, H, D, cache, rotary_dim, neox);
+      for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(rx[i], x[i], 1e-12) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xhal::golden
