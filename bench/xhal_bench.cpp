@@ -51,6 +51,7 @@ struct Shapes {
   int64_t rope_tokens;  // rope: q [T, 32, 128], k [T, 8, 128]
   std::vector<std::pair<int64_t, int64_t>>
       gradient_rows;  // the backward ops of the norms and swiglu: [rows, hidden] each
+  int64_t ce_tokens, ce_vocab;  // cross_entropy: logits [tokens, vocab]
   int64_t attn_batch, attn_heads, attn_seq;  // attention (MHA), head dim kHeadDim
   std::vector<int64_t> varlen_seqs;  // attention_varlen: packed sequence lengths, causal
   int64_t paged_batch, paged_ctx;  // paged_attention: Hq 32, Hkv 8, block 16
@@ -68,6 +69,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
   // CPU: memory-bound ops on tensors of 256 MiB (bf16) and more, far beyond the last-level cache.
   static const Shapes kCpu{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
                            .gradient_rows = {{16384, 8192}},
+                           .ce_tokens = 1024, .ce_vocab = 128256,
                            .attn_batch = 1, .attn_heads = 16, .attn_seq = 2048,
                            .varlen_seqs = {1024, 512, 384, 128},
                            .paged_batch = 16, .paged_ctx = 4096, .paged_long_ctx = 65536,
@@ -76,6 +78,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
                            .copy_mib = 1024, .gemm_size = 4096};
   static const Shapes kAccelerator{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
                                    .gradient_rows = {{16384, 4096}, {65536, 8192}},
+                                   .ce_tokens = 8192, .ce_vocab = 128256,
                                    .attn_batch = 4, .attn_heads = 32, .attn_seq = 4096,
                                    .varlen_seqs = {4096, 2048, 1024, 512, 512},
                                    .paged_batch = 64, .paged_ctx = 4096, .paged_long_ctx = 131072,
@@ -85,7 +88,8 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
   // clang-format on
   Shapes s = type == xhal::DeviceType::cpu ? kCpu : kAccelerator;
   if (quick) {
-    for (int64_t* n : {&s.rows, &s.rope_tokens, &s.attn_seq, &s.paged_ctx, &s.paged_long_ctx, &s.linear_m}) {
+    for (int64_t* n :
+         {&s.rows, &s.rope_tokens, &s.ce_tokens, &s.attn_seq, &s.paged_ctx, &s.paged_long_ctx, &s.linear_m}) {
       *n /= 8;
     }
     for (int64_t& n : s.varlen_seqs) n /= 8;
@@ -321,6 +325,33 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
       Tensor dx = Tensor::empty({gm, 2 * gn}, dt, dev);
       return std::function<void()>([=] { xhal::ops::swiglu_packed_backward(dout, x, dx); });
     });
+  }
+
+  // cross_entropy over a Llama-3 vocabulary: the forward reads the logits once; the backward reads
+  // them and writes the gradient over them (in place); a training step runs both.
+  {
+    const int64_t CT = s.ce_tokens, CV = s.ce_vocab;
+    const std::string shape = fmt::format("T{}_V{}", CT, CV);
+    const double logits_bytes = double(CT) * double(CV) * e;
+    for (const int passes : {1, 2, 3}) {
+      const std::string name = passes == 1   ? "cross_entropy/" + shape
+                               : passes == 2 ? "cross_entropy_backward/" + shape + "_in_place"
+                                             : "cross_entropy/" + shape + "_forward_and_backward";
+      add(name + "/" + tn, passes * logits_bytes + 16.0 * CT, 0, Bound::memory, [=] {
+        Tensor logits = random_tensor({CT, CV}, dt, dev);
+        std::vector<int32_t> label_values(static_cast<size_t>(CT));
+        for (size_t t = 0; t < label_values.size(); ++t) label_values[t] = int32_t((t * 7919) % size_t(CV));
+        Tensor labels = i32_tensor(label_values, {CT}, dev);
+        Tensor loss = Tensor::empty({CT}, DType::f32, dev), lse = Tensor::empty({CT}, DType::f32, dev);
+        std::vector<float> ones(static_cast<size_t>(CT), 1.0f / float(CT));
+        Tensor dloss = Tensor::from_host(ones.data(), {CT}, DType::f32, dev);
+        xhal::ops::cross_entropy(logits, labels, loss, lse);
+        return std::function<void()>([=] {
+          if (passes != 2) xhal::ops::cross_entropy(logits, labels, loss, lse);
+          if (passes != 1) xhal::ops::cross_entropy_backward(logits, labels, lse, dloss, logits);
+        });
+      });
+    }
   }
 
   // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.

@@ -64,6 +64,20 @@ TEST(GoldenGradients, Swiglu) {
       up, g.dup, [&](const std::vector<double>& v) { return dot(dout, swiglu(gate, v)); }, "dup");
 }
 
+TEST(GoldenGradients, CrossEntropy) {
+  std::mt19937 rng(10);
+  const int64_t T = 4, V = 9;
+  const std::vector<int64_t> labels = {3, -100, 0, 8};
+  const auto logits = random_values(size_t(T * V), rng, -3, 3), dloss = random_values(size_t(T), rng);
+  for (const auto& [smoothing, z] : {std::pair{0.0, 0.0}, {0.1, 0.0}, {0.0, 0.01}, {0.2, 0.05}}) {
+    const auto d = cross_entropy_backward(logits, labels, V, dloss, -100, smoothing, z);
+    expect_gradient(
+        logits, d,
+        [&](const std::vector<double>& v) { return dot(dloss, cross_entropy(v, labels, V, -100, smoothing, z).loss); },
+        "dlogits");
+  }
+}
+
 TEST(GoldenGradients, RopeIsTheTranspose) {
   std::mt19937 rng(9);
   const int64_t T = 5, H = 3, D = 10;

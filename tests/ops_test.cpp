@@ -290,6 +290,29 @@ const std::vector<BadCall>& bad_calls() {
          ops::rope_backward(b.o32({4, 2, 64}), TensorView(b.out.data() + 1024, DType::f32, V{4, 1, 64}), b.i32({4}),
                             b.f32({16, 66}), RopeStyle::neox);
        }},
+      {"labels dtype", Errc::invalid_argument, "cross_entropy", "labels",
+       [](Buffers& b) {
+         ops::cross_entropy(b.f32({4, 64}), b.f32({4}), b.o32({4}), TensorView(b.out.data() + 8, DType::f32, V{4}));
+       }},
+      {"loss dtype", Errc::invalid_argument, "cross_entropy", "loss",
+       [](Buffers& b) {
+         ops::cross_entropy(b.f32({4, 64}), b.i32({4}), b.bf16({4}), TensorView(b.out.data() + 8, DType::f32, V{4}));
+       }},
+      {"label out of range", Errc::invalid_argument, "cross_entropy", "labels",
+       [](Buffers& b) {
+         std::vector<int64_t> labels{0, 63, 64, -100};
+         ops::cross_entropy(b.f32({4, 64}), TensorView(labels.data(), DType::i64, V{4}), b.o32({4}),
+                            TensorView(b.out.data() + 8, DType::f32, V{4}));
+       }},
+      {"label_smoothing", Errc::invalid_argument, "cross_entropy", "label_smoothing",
+       [](Buffers& b) {
+         ops::cross_entropy(b.f32({4, 64}), b.i32({4}), b.o32({4}), TensorView(b.out.data() + 8, DType::f32, V{4}),
+                            {.label_smoothing = 1.5f});
+       }},
+      {"dlogits shape", Errc::invalid_argument, "cross_entropy_backward", "dlogits",
+       [](Buffers& b) {
+         ops::cross_entropy_backward(b.f32({4, 64}), b.i32({4}), b.f32({4}), b.f32({4}), b.o32({4, 63}));
+       }},
   };
   return calls;
 }

@@ -73,6 +73,8 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_fused_add_rms_norm_backward": [_P, _P, _P, ctypes.c_float, _P, _P, _P, _P],
     "xhal_swiglu_backward": [_P, _P, _P, _P, _P, _P],
     "xhal_rope_backward": [_P, _P, _P, _P, ctypes.c_int32, _P],
+    "xhal_cross_entropy": [_P, _P, _P, _P, ctypes.c_int64, ctypes.c_float, ctypes.c_float, _P],
+    "xhal_cross_entropy_backward": [_P, _P, _P, _P, _P, ctypes.c_int64, ctypes.c_float, ctypes.c_float, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -305,7 +307,11 @@ def _rope_neox(q, k, positions, cache):
     return _neox_rotate(q, cos, sin), _neox_rotate(k, cos, sin)
 
 
-COMPILED = {fn: maybe_compile(fn) for fn in (_rms_norm, _add_rms_norm, _silu_mul, _rope_neox)}
+def _cross_entropy(x, labels):
+    return F.cross_entropy(x, labels, reduction="none")
+
+
+COMPILED = {fn: maybe_compile(fn) for fn in (_rms_norm, _add_rms_norm, _silu_mul, _rope_neox, _cross_entropy)}
 
 
 def peers_of(eager_name, fn, *args):
@@ -517,6 +523,32 @@ def case_rope_backward(ctx, T, Hq=32, Hkv=8, D=128, rotary_dim=128, max_pos=4096
     return run_case(ctx, prep, peers, [], 2 * (T * Hq * D + T * Hkv * D) * 2, "GB/s", "copy")
 
 
+def case_cross_entropy(ctx, T, V):
+    x, labels = randn(T, V, scale=4.0), torch.randint(0, V, (T,), device=DEVICE)
+    loss = torch.empty(T, device=DEVICE, dtype=torch.float32)
+    lse = torch.empty_like(loss)
+    run = ctx.xhal.op("xhal_cross_entropy", x, labels, loss, lse, -100, 0.0, 0.0)
+    peers = [("F.cross_entropy", lambda: [_cross_entropy(x, labels)])]
+    if COMPILED[_cross_entropy] is not None:
+        peers.append(("compile", lambda: [COMPILED[_cross_entropy](x, labels)]))
+    return run_case(ctx, lambda: (run, [loss]), peers, [loss, lse], T * V * 2, "GB/s", "copy")
+
+
+def case_cross_entropy_backward(ctx, T, V):
+    x, labels = randn(T, V, scale=4.0), torch.randint(0, V, (T,), device=DEVICE)
+    loss = torch.empty(T, device=DEVICE, dtype=torch.float32)
+    lse = torch.empty_like(loss)
+    ctx.xhal.op("xhal_cross_entropy", x, labels, loss, lse, -100, 0.0, 0.0)()
+    dloss = torch.full((T,), 1.0 / T, device=DEVICE)  # a mean over the tokens: exact in bf16 and f32
+
+    def prep():
+        d = x.clone()  # the gradient is written over the logits (in place): a fresh copy per run
+        return ctx.xhal.op("xhal_cross_entropy_backward", d, labels, lse, dloss, d, -100, 0.0, 0.0), [d]
+    peers = autograd_peers(_cross_entropy, (x, labels), [dloss.to(DTYPE)], (0,))
+    # read the logits, write the gradient (+ the per-token values)
+    return run_case(ctx, prep, peers, [], 2 * T * V * 2, "GB/s", "copy")
+
+
 def measure_ceilings(ctx):
     src = torch.ones(GiB, dtype=torch.uint8, device=DEVICE)
     dst = torch.empty_like(src)
@@ -622,9 +654,11 @@ def case_shapes(d, quick):
     if on_cuda():
         return dict(elementwise=[(16384 // d, 4096), (65536 // d, 8192)], rope=[16384 // d, 65536 // d],
                     attention=(4, 32, 1024 if quick else 4096), paged=(64, 4096 // d),
+                    cross_entropy=(8192 // d, 128256),
                     linear=[(8192 // d, 8192, 8192)])
     return dict(elementwise=[(16384 // d, 8192)], rope=[16384 // d],
                 attention=(1, 16, 512 if quick else 2048), paged=(16, 4096 // d),
+                cross_entropy=(1024 // d, 128256),
                 linear=[(4096 // d, 4096, 4096), (1, 28672, 4096)])  # the last: a decode step
 
 
@@ -643,6 +677,9 @@ def run_cases(ctx, shapes):
             section(ctx, op, f"{M}x{N}", case, M, N)
     for T in shapes["rope"]:
         section(ctx, "rope_neox_backward", f"T{T} H32/8 D128", case_rope_backward, T)
+    T, V = shapes["cross_entropy"]
+    section(ctx, "cross_entropy", f"T{T} V{V}", case_cross_entropy, T, V)
+    section(ctx, "cross_entropy_backward", f"T{T} V{V} in place", case_cross_entropy_backward, T, V)
     B, H, S = shapes["attention"]
     for causal in (True, False):
         section(ctx, "attention", f"B{B} H{H} S{S} D128 {'causal' if causal else 'full'}",

@@ -27,14 +27,17 @@ extern "C" {
   OP(FUSED_ADD_RMS_NORM_BACKWARD, fused_add_rms_norm_backward, xhal_norm_op_params) \
   OP(SWIGLU_BACKWARD, swiglu_backward, void)                                        \
   OP(SWIGLU_PACKED_BACKWARD, swiglu_packed_backward, void)                          \
-  OP(ROPE_BACKWARD, rope_backward, xhal_rope_op_params)
+  OP(ROPE_BACKWARD, rope_backward, xhal_rope_op_params)                             \
+  OP(CROSS_ENTROPY, cross_entropy, xhal_cross_entropy_op_params)                    \
+  OP(CROSS_ENTROPY_BACKWARD, cross_entropy_backward, xhal_cross_entropy_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
  * NULL for paged_attention) so that one kernel can serve all three, and so do each forward op and
  * the others of its family: rms_norm_backward and its fused form share dout, x|residual, weight,
  * dx, dweight at 0-4, the swiglu backward ops dout at 0, their input at 1 and its gradient at 3,
- * and rope_backward has rope's slots. A backward op's residual is the sum the forward left in it.
+ * and rope_backward has rope's slots. cross_entropy_backward reads the forward's lse at the
+ * forward's slot and its dloss at the forward's loss slot. A backward op's residual is the sum the forward left in it.
  * Optional tensors are NULL when absent. */
 #define XHAL_OP_TENSORS(TENSOR)                                                    \
   TENSOR(ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                                      \
@@ -97,7 +100,16 @@ extern "C" {
   TENSOR(ROPE_BACKWARD, DQ, dq, 0, XHAL_ROLE_INOUT, 0)                             \
   TENSOR(ROPE_BACKWARD, DK, dk, 1, XHAL_ROLE_INOUT, 0)                             \
   TENSOR(ROPE_BACKWARD, POSITIONS, positions, 2, XHAL_ROLE_IN, 0)                  \
-  TENSOR(ROPE_BACKWARD, COS_SIN_CACHE, cos_sin_cache, 3, XHAL_ROLE_IN, 0)
+  TENSOR(ROPE_BACKWARD, COS_SIN_CACHE, cos_sin_cache, 3, XHAL_ROLE_IN, 0)          \
+  TENSOR(CROSS_ENTROPY, LOGITS, logits, 0, XHAL_ROLE_IN, 0)                        \
+  TENSOR(CROSS_ENTROPY, LABELS, labels, 1, XHAL_ROLE_IN, 0)                        \
+  TENSOR(CROSS_ENTROPY, LOSS, loss, 2, XHAL_ROLE_OUT, 0)                           \
+  TENSOR(CROSS_ENTROPY, LSE, lse, 3, XHAL_ROLE_OUT, 0)                             \
+  TENSOR(CROSS_ENTROPY_BACKWARD, LOGITS, logits, 0, XHAL_ROLE_IN, 0)               \
+  TENSOR(CROSS_ENTROPY_BACKWARD, LABELS, labels, 1, XHAL_ROLE_IN, 0)               \
+  TENSOR(CROSS_ENTROPY_BACKWARD, LSE, lse, 3, XHAL_ROLE_IN, 0)                     \
+  TENSOR(CROSS_ENTROPY_BACKWARD, DLOSS, dloss, 2, XHAL_ROLE_IN, 0)                 \
+  TENSOR(CROSS_ENTROPY_BACKWARD, DLOGITS, dlogits, 4, XHAL_ROLE_OUT, 0)
 
 /* The most tensors one op has; a new op with more raises it (the core's call buffers use it). */
 #define XHAL_MAX_OP_TENSORS 16
@@ -144,6 +156,13 @@ typedef struct xhal_rope_op_params {
   uint32_t struct_size;
   int32_t style; /* xhal_rope_style */
 } xhal_rope_op_params;
+
+typedef struct xhal_cross_entropy_op_params {
+  uint32_t struct_size;
+  int64_t ignore_index; /* tokens with this label have loss 0 and no gradient */
+  float label_smoothing; /* 0 = off; the target puts 1 - s on the label and s / V on every class */
+  float z_loss; /* 0 = off; adds z_loss * lse^2 to each token's loss */
+} xhal_cross_entropy_op_params;
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,12 @@ struct AttentionParams {
 
 enum class RopeStyle { neox, gptj };
 
+struct CrossEntropyParams {
+  int64_t ignore_index = -100;  // tokens with this label: loss 0, no gradient
+  float label_smoothing = 0.0f;  // s in [0, 1]: the target is 1 - s on the label plus s / V on every class
+  float z_loss = 0.0f;  // >= 0: adds z_loss * lse^2 to each token's loss
+};
+
 namespace ops {
 
 // q[B,Sq,Hq,D], k[B,Sk,Hkv,D], v[B,Sk,Hkv,Dv] -> out[B,Sq,Hq,Dv]; lse[B,Hq,Sq] f32 (optional).
@@ -88,6 +94,19 @@ void swiglu_backward(const TensorView& dout, const TensorView& gate, const Tenso
                      const TensorView& dup, const Stream* stream = nullptr);
 // Of swiglu_packed: dx[...,2N] = [dgate, dup] from dout[...,N] and x[...,2N].
 void swiglu_packed_backward(const TensorView& dout, const TensorView& x, const TensorView& dx,
+                            const Stream* stream = nullptr);
+
+// Per-token loss[T] (f32) of logits[T,V] against labels[T] (i32|i64): lse - logits[label], with
+// label smoothing and z-loss as set, 0 for ignored tokens; lse[T] (f32) gets each row's
+// log-sum-exp, which cross_entropy_backward reads. The logits are read once, in their dtype (no f32
+// copy). A label outside 0..V-1 (other than ignore_index): see docs/ops.md.
+void cross_entropy(const TensorView& logits, const TensorView& labels, const TensorView& loss, const TensorView& lse,
+                   const CrossEntropyParams& params = {}, const Stream* stream = nullptr);
+
+// dlogits[T,V] = dloss[t] * d loss[t] / d logits[t,:] from the forward's lse; dlogits may be logits
+// itself (in place: no second vocabulary-sized buffer). Ignored tokens get zero rows.
+void cross_entropy_backward(const TensorView& logits, const TensorView& labels, const TensorView& lse,
+                            const TensorView& dloss, const TensorView& dlogits, const CrossEntropyParams& params = {},
                             const Stream* stream = nullptr);
 
 // Of rope: rotates dq[T,Hq,D] and dk[T,Hkv,D] in place by the inverse angles (the transpose of the

@@ -82,6 +82,14 @@ xhal_status xhal_swiglu_backward(const DLTensor* dout, const DLTensor* gate, con
 xhal_status xhal_swiglu_packed_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* dx, void* stream);
 xhal_status xhal_rope_backward(const DLTensor* dq, const DLTensor* dk, const DLTensor* positions,
                                const DLTensor* cos_sin_cache, int32_t neox, void* stream);
+/* Per-token loss and lse of logits[T,V] against labels[T]; ignore_index -100 in PyTorch's usage,
+ * label_smoothing and z_loss 0 for plain cross-entropy. */
+xhal_status xhal_cross_entropy(const DLTensor* logits, const DLTensor* labels, const DLTensor* loss,
+                               const DLTensor* lse, int64_t ignore_index, float label_smoothing, float z_loss,
+                               void* stream);
+xhal_status xhal_cross_entropy_backward(const DLTensor* logits, const DLTensor* labels, const DLTensor* lse,
+                                        const DLTensor* dloss, const DLTensor* dlogits, int64_t ignore_index,
+                                        float label_smoothing, float z_loss, void* stream);
 
 /* Deterministic mode (XHAL_DETERMINISTIC) on (1) or off (0) for this process. */
 void xhal_set_deterministic(int32_t on);

@@ -5,14 +5,11 @@
 #include <cstdint>
 
 #include "kernel_registration.hpp"
+#include "tensor_ref.hpp"
 
 namespace xhal::cpu {
 
-inline int64_t rope_position(const DLTensor* positions, int64_t t) {
-  const int64_t stride = positions->strides[0];
-  if (positions->dtype.bits == 32) return static_cast<const int32_t*>(positions->data)[t * stride];
-  return static_cast<const int64_t*>(positions->data)[t * stride];
-}
+inline int64_t rope_position(const DLTensor* positions, int64_t t) { return index_at(positions, t); }
 
 // XHAL_OK when every position has a row in cos_sin_cache, else invalid_argument naming the first
 // that does not.

@@ -50,4 +50,11 @@ struct TensorRef {
   }
 };
 
+// Element i of a rank-1 index tensor (i32 or i64, any stride), as int64.
+inline int64_t index_at(const DLTensor* t, int64_t i) {
+  const int64_t offset = i * t->strides[0];
+  if (t->dtype.bits == 32) return static_cast<const int32_t*>(t->data)[offset];
+  return static_cast<const int64_t*>(t->data)[offset];
+}
+
 }  // namespace xhal::cpu

@@ -287,6 +287,32 @@ xhal_status xhal_swiglu_packed_backward(const DLTensor* dout, const DLTensor* x,
   });
 }
 
+xhal_status xhal_cross_entropy(const DLTensor* logits, const DLTensor* labels, const DLTensor* loss,
+                               const DLTensor* lse, int64_t ignore_index, float label_smoothing, float z_loss,
+                               void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::cross_entropy;
+    auto x = view(logits, op, XHAL_CROSS_ENTROPY_LOGITS);
+    auto s = stream_for(x, stream);
+    xhal::ops::cross_entropy(x, view(labels, op, XHAL_CROSS_ENTROPY_LABELS), view(loss, op, XHAL_CROSS_ENTROPY_LOSS),
+                             view(lse, op, XHAL_CROSS_ENTROPY_LSE), {ignore_index, label_smoothing, z_loss}, ptr(s));
+  });
+}
+
+xhal_status xhal_cross_entropy_backward(const DLTensor* logits, const DLTensor* labels, const DLTensor* lse,
+                                        const DLTensor* dloss, const DLTensor* dlogits, int64_t ignore_index,
+                                        float label_smoothing, float z_loss, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::cross_entropy_backward;
+    auto x = view(logits, op, XHAL_CROSS_ENTROPY_BACKWARD_LOGITS);
+    auto s = stream_for(x, stream);
+    xhal::ops::cross_entropy_backward(
+        x, view(labels, op, XHAL_CROSS_ENTROPY_BACKWARD_LABELS), view(lse, op, XHAL_CROSS_ENTROPY_BACKWARD_LSE),
+        view(dloss, op, XHAL_CROSS_ENTROPY_BACKWARD_DLOSS), view(dlogits, op, XHAL_CROSS_ENTROPY_BACKWARD_DLOGITS),
+        {ignore_index, label_smoothing, z_loss}, ptr(s));
+  });
+}
+
 void xhal_set_deterministic(int32_t on) { xhal::registry::set_deterministic(on != 0); }
 
 xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out) {

@@ -241,6 +241,40 @@ void rope(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t
   }
 }
 
+CrossEntropyResult cross_entropy(const std::vector<double>& logits, const std::vector<int64_t>& labels, int64_t V,
+                                 int64_t ignore_index, double label_smoothing, double z_loss) {
+  const size_t T = labels.size();
+  require(V > 0 && logits.size() == T * sz(V), "cross_entropy: logits must be [T,V] with T = labels.size()");
+  CrossEntropyResult r{std::vector<double>(T), std::vector<double>(T)};
+  for (size_t t = 0; t < T; ++t) {
+    const double* x = logits.data() + t * sz(V);
+    double m = -std::numeric_limits<double>::infinity(), mean = 0;
+    bool nan = false;
+    for (int64_t j = 0; j < V; ++j) {
+      nan = nan || std::isnan(x[j]);
+      m = std::max(m, x[j]);
+      mean += x[j] / static_cast<double>(V);
+    }
+    double lse = m;
+    if (nan) {
+      lse = std::numeric_limits<double>::quiet_NaN();
+    } else if (m != -std::numeric_limits<double>::infinity()) {
+      double sum = 0;
+      for (int64_t j = 0; j < V; ++j) sum += std::exp(x[j] - m);
+      lse = m + std::log(sum);
+    }
+    r.lse[t] = lse;
+    if (labels[t] == ignore_index) continue;
+    require(labels[t] >= 0 && labels[t] < V, "cross_entropy: label out of range");
+    // Terms that are off are left out, not multiplied by 0 (0 * inf would be NaN for masked logits).
+    double loss = lse - x[labels[t]];
+    if (label_smoothing > 0) loss = (1 - label_smoothing) * loss + label_smoothing * (lse - mean);
+    if (z_loss > 0) loss += z_loss * lse * lse;
+    r.loss[t] = loss;
+  }
+  return r;
+}
+
 std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& bias,
                            int64_t M, int64_t N, int64_t K) {
   require(x.size() == sz(M * K), "linear: x must be [M,K]");

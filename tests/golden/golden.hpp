@@ -91,4 +91,14 @@ void rope(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t
 std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& bias,
                            int64_t M, int64_t N, int64_t K);
 
+struct CrossEntropyResult {
+  std::vector<double> loss, lse;  // [T] each
+};
+
+// logits[T,V], labels[T] -> per token lse = log(sum_j exp(x_j)) (NaN if any logit is NaN, -inf if
+// all are -inf) and loss = (1 - s)(lse - x[label]) + s (lse - mean_j x_j) + z lse^2, or 0 where
+// label == ignore_index. Labels must be ignore_index or in 0..V-1.
+CrossEntropyResult cross_entropy(const std::vector<double>& logits, const std::vector<int64_t>& labels, int64_t V,
+                                 int64_t ignore_index, double label_smoothing, double z_loss);
+
 }  // namespace xhal::golden

@@ -63,4 +63,22 @@ void rope_backward(std::vector<double>& x, const std::vector<int64_t>& positions
   rope(x, positions, H, D, inverse, rotary_dim, neox);
 }
 
+std::vector<double> cross_entropy_backward(const std::vector<double>& logits, const std::vector<int64_t>& labels,
+                                           int64_t V, const std::vector<double>& dloss, int64_t ignore_index,
+                                           double label_smoothing, double z_loss) {
+  require(dloss.size() == labels.size(), "cross_entropy_backward: dloss must be [T]");
+  const std::vector<double> lse = cross_entropy(logits, labels, V, ignore_index, 0, 0).lse;
+  std::vector<double> d(logits.size(), 0.0);
+  for (size_t t = 0; t < labels.size(); ++t) {
+    if (labels[t] == ignore_index) continue;
+    for (int64_t j = 0; j < V; ++j) {
+      const size_t i = t * sz(V) + sz(j);
+      const double p = std::exp(logits[i] - lse[t]);
+      d[i] = dloss[t] * ((1 + 2 * z_loss * lse[t]) * p - (j == labels[t] ? 1 - label_smoothing : 0) -
+                         label_smoothing / static_cast<double>(V));
+    }
+  }
+  return d;
+}
+
 }  // namespace xhal::golden

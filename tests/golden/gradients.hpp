@@ -34,4 +34,10 @@ SwigluGradients swiglu_backward(const std::vector<double>& dout, const std::vect
 void rope_backward(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t H, int64_t D,
                    const std::vector<double>& cache, int64_t rotary_dim, bool neox);
 
+// Of cross_entropy (arguments as for golden::cross_entropy), from dloss[T]: with p = softmax(x),
+// dlogits = dloss * ((1 + 2 z lse) p - (1 - s) onehot(label) - s / V); zero rows for ignored tokens.
+std::vector<double> cross_entropy_backward(const std::vector<double>& logits, const std::vector<int64_t>& labels,
+                                           int64_t V, const std::vector<double>& dloss, int64_t ignore_index,
+                                           double label_smoothing, double z_loss);
+
 }  // namespace xhal::golden
