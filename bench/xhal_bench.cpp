@@ -52,6 +52,7 @@ struct Shapes {
   std::vector<std::pair<int64_t, int64_t>>
       gradient_rows;  // the backward ops of the norms and swiglu: [rows, hidden] each
   int64_t ce_tokens, ce_vocab;  // cross_entropy: logits [tokens, vocab]
+  int64_t optimizer_params;  // adamw_step, global_grad_norm: flat buffers of this many parameters
   int64_t attn_batch, attn_heads, attn_seq;  // attention (MHA), head dim kHeadDim
   std::vector<int64_t> varlen_seqs;  // attention_varlen: packed sequence lengths, causal
   int64_t paged_batch, paged_ctx;  // paged_attention: Hq 32, Hkv 8, block 16
@@ -69,7 +70,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
   // CPU: memory-bound ops on tensors of 256 MiB (bf16) and more, far beyond the last-level cache.
   static const Shapes kCpu{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
                            .gradient_rows = {{16384, 8192}},
-                           .ce_tokens = 1024, .ce_vocab = 128256,
+                           .ce_tokens = 1024, .ce_vocab = 128256, .optimizer_params = int64_t(1) << 24,
                            .attn_batch = 1, .attn_heads = 16, .attn_seq = 2048,
                            .varlen_seqs = {1024, 512, 384, 128},
                            .paged_batch = 16, .paged_ctx = 4096, .paged_long_ctx = 65536,
@@ -78,7 +79,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
                            .copy_mib = 1024, .gemm_size = 4096};
   static const Shapes kAccelerator{.rows = 16384, .hidden = 8192, .rope_tokens = 16384,
                                    .gradient_rows = {{16384, 4096}, {65536, 8192}},
-                                   .ce_tokens = 8192, .ce_vocab = 128256,
+                                   .ce_tokens = 8192, .ce_vocab = 128256, .optimizer_params = int64_t(1) << 30,
                                    .attn_batch = 4, .attn_heads = 32, .attn_seq = 4096,
                                    .varlen_seqs = {4096, 2048, 1024, 512, 512},
                                    .paged_batch = 64, .paged_ctx = 4096, .paged_long_ctx = 131072,
@@ -88,8 +89,8 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
   // clang-format on
   Shapes s = type == xhal::DeviceType::cpu ? kCpu : kAccelerator;
   if (quick) {
-    for (int64_t* n :
-         {&s.rows, &s.rope_tokens, &s.ce_tokens, &s.attn_seq, &s.paged_ctx, &s.paged_long_ctx, &s.linear_m}) {
+    for (int64_t* n : {&s.rows, &s.rope_tokens, &s.ce_tokens, &s.optimizer_params, &s.attn_seq, &s.paged_ctx,
+                       &s.paged_long_ctx, &s.linear_m}) {
       *n /= 8;
     }
     for (int64_t& n : s.varlen_seqs) n /= 8;
@@ -112,6 +113,24 @@ Tensor random_tensor(const std::vector<int64_t>& shape, DType dtype, Device devi
   std::vector<uint16_t> host(static_cast<size_t>(n));
   for (uint16_t& x : host) x = dtype == DType::bf16 ? xhal::float_to_bf16(dist(rng)) : xhal::float_to_f16(dist(rng));
   return Tensor::from_host(host.data(), shape, dtype, device);
+}
+
+// Values in [lo, hi) from a multiplicative hash of the index: fast enough for the optimizer's
+// billion-element buffers, where the generator of random_tensor would take seconds per tensor.
+Tensor hashed_tensor(int64_t n, DType dtype, Device device, float lo, float hi) {
+  auto value = [&](int64_t i) {
+    return lo + (hi - lo) * float((uint64_t(i) * 0x9E3779B97F4A7C15ull) >> 40) / float(1 << 24);
+  };
+  if (dtype == DType::f32) {
+    std::vector<float> host(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) host[size_t(i)] = value(i);
+    return Tensor::from_host(host.data(), {n}, dtype, device);
+  }
+  std::vector<uint16_t> host(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    host[size_t(i)] = dtype == DType::bf16 ? xhal::float_to_bf16(value(i)) : xhal::float_to_f16(value(i));
+  }
+  return Tensor::from_host(host.data(), {n}, dtype, device);
 }
 
 Tensor i32_tensor(const std::vector<int32_t>& values, const std::vector<int64_t>& shape, Device device) {
@@ -352,6 +371,27 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         });
       });
     }
+  }
+
+  // The optimizer over one flat buffer of parameters with f32 master weights and moments: adamw_step
+  // reads the gradient and the three f32 buffers and writes the parameter and the three buffers;
+  // global_grad_norm reads the gradient.
+  {
+    const int64_t P = s.optimizer_params;
+    const std::string shape = fmt::format("{}M_params", P >> 20);
+    add("adamw_step/" + shape + "_master/" + tn, double(P) * (2 * e + 6 * 4.0), 0, Bound::memory, [=] {
+      Tensor param = hashed_tensor(P, dt, dev, -1, 1), grad = hashed_tensor(P, dt, dev, -1, 1);
+      Tensor master = hashed_tensor(P, DType::f32, dev, -1, 1), m = hashed_tensor(P, DType::f32, dev, -0.1f, 0.1f);
+      Tensor v = hashed_tensor(P, DType::f32, dev, 0, 0.01f);
+      return std::function<void()>([=] {
+        const xhal::TensorView master_view = master;
+        xhal::ops::adamw_step(param, grad, m, v, &master_view, nullptr, nullptr, {.weight_decay = 0.0f});
+      });
+    });
+    add("global_grad_norm/" + shape + "/" + tn, double(P) * e, 0, Bound::memory, [=] {
+      Tensor grad = hashed_tensor(P, dt, dev, -1, 1), norm = Tensor::empty({1}, DType::f32, dev);
+      return std::function<void()>([=] { xhal::ops::global_grad_norm(grad, norm, nullptr, 1.0f); });
+    });
   }
 
   // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.

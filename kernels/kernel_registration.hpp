@@ -11,6 +11,13 @@
 
 #include "xhal/plugin.h"
 
+// Functions the host code of every backend and the GPU kernels both call.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define XHAL_HOST_DEVICE __host__ __device__
+#else
+#define XHAL_HOST_DEVICE
+#endif
+
 namespace xhal::kernels {
 
 // Accuracy class vs float64: |out - exact| <= atol + rtol * |exact|.
@@ -38,6 +45,14 @@ const Params& op_params(const xhal_op_call* c) {
 // serving several ops reads the slots of one of them through it.
 inline const DLTensor* tensor_at(const xhal_op_call* c, int slot) {
   return slot < int(c->num_tensors) ? c->tensors[slot] : nullptr;
+}
+
+// global_grad_norm's clip scale: min(1, max_norm / (norm + 1e-6)), 1 when max_norm <= 0, NaN for a
+// NaN norm (an update with it shows, instead of running unclipped). Shared by host and device code.
+XHAL_HOST_DEVICE inline float clip_scale(float norm, float max_norm) {
+  if (!(max_norm > 0)) return 1.0f;
+  const float ratio = max_norm / (norm + 1e-6f);
+  return ratio < 1.0f || ratio != ratio ? ratio : 1.0f;
 }
 
 // Whether the caller asked for bitwise-reproducible results (XHAL_CALL_DETERMINISTIC).

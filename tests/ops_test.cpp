@@ -313,6 +313,24 @@ const std::vector<BadCall>& bad_calls() {
        [](Buffers& b) {
          ops::cross_entropy_backward(b.f32({4, 64}), b.i32({4}), b.f32({4}), b.f32({4}), b.o32({4, 63}));
        }},
+      {"moment dtype", Errc::invalid_argument, "adamw_step", "exp_avg",
+       [](Buffers& b) {
+         ops::adamw_step(b.o32({64}), b.f32({64}), b.bf16({64}), TensorView(b.out.data() + 128, DType::f32, V{64}),
+                         nullptr, nullptr, nullptr, {});
+       }},
+      {"lr not a scalar", Errc::invalid_argument, "adamw_step", "lr",
+       [](Buffers& b) {
+         auto lr = b.f32({2});
+         ops::adamw_step(b.o32({64}), b.f32({64}), TensorView(b.out.data() + 64, DType::f32, V{64}),
+                         TensorView(b.out.data() + 128, DType::f32, V{64}), nullptr, &lr, nullptr, {});
+       }},
+      {"step 0", Errc::invalid_argument, "adamw_step", "step",
+       [](Buffers& b) {
+         ops::adamw_step(b.o32({64}), b.f32({64}), TensorView(b.out.data() + 64, DType::f32, V{64}),
+                         TensorView(b.out.data() + 128, DType::f32, V{64}), nullptr, nullptr, nullptr, {.step = 0});
+       }},
+      {"norm shape", Errc::invalid_argument, "global_grad_norm", "norm",
+       [](Buffers& b) { ops::global_grad_norm(b.f32({64}), b.o32({2}), nullptr, 1.0f); }},
   };
   return calls;
 }
@@ -473,6 +491,11 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
          ops::fused_add_rms_norm_backward(b.f32({4, 64}), b.f32({4, 64}), b.f32({64}), 1e-6f, b.o32({4, 64}),
                                           TensorView(b.out.data() + 1, DType::f32, {4, 64}),
                                           TensorView(b.out.data() + 1024, DType::f32, {64}));
+       }},
+      {"adamw_step", "param", "exp_avg",
+       [](Buffers& b) {
+         ops::adamw_step(b.o32({64}), b.f32({64}), TensorView(b.out.data() + 32, DType::f32, {64}),
+                         TensorView(b.out.data() + 128, DType::f32, {64}), nullptr, nullptr, nullptr, {});
        }},
       {"swiglu_backward", "dup", "dgate",
        [](Buffers& b) {

@@ -29,7 +29,9 @@ extern "C" {
   OP(SWIGLU_PACKED_BACKWARD, swiglu_packed_backward, void)                          \
   OP(ROPE_BACKWARD, rope_backward, xhal_rope_op_params)                             \
   OP(CROSS_ENTROPY, cross_entropy, xhal_cross_entropy_op_params)                    \
-  OP(CROSS_ENTROPY_BACKWARD, cross_entropy_backward, xhal_cross_entropy_op_params)
+  OP(CROSS_ENTROPY_BACKWARD, cross_entropy_backward, xhal_cross_entropy_op_params)  \
+  OP(ADAMW_STEP, adamw_step, xhal_adamw_op_params)                                  \
+  OP(GLOBAL_GRAD_NORM, global_grad_norm, xhal_grad_norm_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -109,7 +111,17 @@ extern "C" {
   TENSOR(CROSS_ENTROPY_BACKWARD, LABELS, labels, 1, XHAL_ROLE_IN, 0)               \
   TENSOR(CROSS_ENTROPY_BACKWARD, LSE, lse, 3, XHAL_ROLE_IN, 0)                     \
   TENSOR(CROSS_ENTROPY_BACKWARD, DLOSS, dloss, 2, XHAL_ROLE_IN, 0)                 \
-  TENSOR(CROSS_ENTROPY_BACKWARD, DLOGITS, dlogits, 4, XHAL_ROLE_OUT, 0)
+  TENSOR(CROSS_ENTROPY_BACKWARD, DLOGITS, dlogits, 4, XHAL_ROLE_OUT, 0)            \
+  TENSOR(ADAMW_STEP, PARAM, param, 0, XHAL_ROLE_INOUT, 0)                          \
+  TENSOR(ADAMW_STEP, GRAD, grad, 1, XHAL_ROLE_IN, 0)                               \
+  TENSOR(ADAMW_STEP, EXP_AVG, exp_avg, 2, XHAL_ROLE_INOUT, 0)                      \
+  TENSOR(ADAMW_STEP, EXP_AVG_SQ, exp_avg_sq, 3, XHAL_ROLE_INOUT, 0)                \
+  TENSOR(ADAMW_STEP, MASTER, master, 4, XHAL_ROLE_INOUT, 1)                        \
+  TENSOR(ADAMW_STEP, LR, lr, 5, XHAL_ROLE_IN, 1)                                   \
+  TENSOR(ADAMW_STEP, GRAD_SCALE, grad_scale, 6, XHAL_ROLE_IN, 1)                   \
+  TENSOR(GLOBAL_GRAD_NORM, GRAD, grad, 0, XHAL_ROLE_IN, 0)                         \
+  TENSOR(GLOBAL_GRAD_NORM, NORM, norm, 1, XHAL_ROLE_OUT, 0)                        \
+  TENSOR(GLOBAL_GRAD_NORM, CLIP_SCALE, clip_scale, 2, XHAL_ROLE_OUT, 1)
 
 /* The most tensors one op has; a new op with more raises it (the core's call buffers use it). */
 #define XHAL_MAX_OP_TENSORS 16
@@ -163,6 +175,18 @@ typedef struct xhal_cross_entropy_op_params {
   float label_smoothing; /* 0 = off; the target puts 1 - s on the label and s / V on every class */
   float z_loss; /* 0 = off; adds z_loss * lse^2 to each token's loss */
 } xhal_cross_entropy_op_params;
+
+typedef struct xhal_adamw_op_params {
+  uint32_t struct_size;
+  float lr; /* used when the lr tensor is absent */
+  float beta1, beta2, eps, weight_decay;
+  int64_t step; /* 1 for the first step: bias corrections 1 - beta^step */
+} xhal_adamw_op_params;
+
+typedef struct xhal_grad_norm_op_params {
+  uint32_t struct_size;
+  float max_norm; /* clip_scale = min(1, max_norm / (norm + 1e-6)); <= 0: 1 */
+} xhal_grad_norm_op_params;
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,13 @@ struct AttentionParams {
 
 enum class RopeStyle { neox, gptj };
 
+struct AdamWParams {
+  float lr = 1e-3f;  // used when no lr tensor is given
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float weight_decay = 0.01f;  // decoupled: p *= 1 - lr * weight_decay
+  int64_t step = 1;  // this update's number, from 1: bias corrections 1 - beta^step
+};
+
 struct CrossEntropyParams {
   int64_t ignore_index = -100;  // tokens with this label: loss 0, no gradient
   float label_smoothing = 0.0f;  // s in [0, 1]: the target is 1 - s on the label plus s / V on every class
@@ -108,6 +115,23 @@ void cross_entropy(const TensorView& logits, const TensorView& labels, const Ten
 void cross_entropy_backward(const TensorView& logits, const TensorView& labels, const TensorView& lse,
                             const TensorView& dloss, const TensorView& dlogits, const CrossEntropyParams& params = {},
                             const Stream* stream = nullptr);
+
+// One AdamW update (PyTorch's torch.optim.AdamW) of a flat parameter buffer: param[N] (f32, f16 or
+// bf16), grad[N] (param's dtype), exp_avg[N] and exp_avg_sq[N] (f32 moments), all updated in
+// place. With master[N] (f32, optional) the update is computed on the master weights and param
+// gets them rounded. lr[1] (f32, optional) holds the learning rate on the device (a schedule that
+// never leaves it); grad_scale[1] (f32, optional) multiplies the gradient first, e.g. the
+// clip_scale of global_grad_norm, so that clipping costs no pass of its own. One pass: each
+// element of every buffer read once and written once.
+void adamw_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
+                const TensorView& exp_avg_sq, const TensorView* master, const TensorView* lr,
+                const TensorView* grad_scale, const AdamWParams& params, const Stream* stream = nullptr);
+
+// norm[1] (f32) = the L2 norm of the flat gradient buffer grad[N], summed in f32 in an order fixed
+// by N and the device; clip_scale[1] (f32, optional) = min(1, max_norm / (norm + 1e-6)), or 1 when
+// max_norm <= 0: adamw_step's grad_scale for clipping by the global norm.
+void global_grad_norm(const TensorView& grad, const TensorView& norm, const TensorView* clip_scale, float max_norm,
+                      const Stream* stream = nullptr);
 
 // Of rope: rotates dq[T,Hq,D] and dk[T,Hkv,D] in place by the inverse angles (the transpose of the
 // forward's rotation), with rope's positions, cache and style.

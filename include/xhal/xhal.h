@@ -90,6 +90,17 @@ xhal_status xhal_cross_entropy(const DLTensor* logits, const DLTensor* labels, c
 xhal_status xhal_cross_entropy_backward(const DLTensor* logits, const DLTensor* labels, const DLTensor* lse,
                                         const DLTensor* dloss, const DLTensor* dlogits, int64_t ignore_index,
                                         float label_smoothing, float z_loss, void* stream);
+/* One AdamW step over flat buffers; master, lr and grad_scale may be NULL (then params->lr is used). */
+typedef struct xhal_adamw_params {
+  float lr, beta1, beta2, eps, weight_decay;
+  int64_t step;
+} xhal_adamw_params;
+xhal_status xhal_adamw_step(const DLTensor* param, const DLTensor* grad, const DLTensor* exp_avg,
+                            const DLTensor* exp_avg_sq, const DLTensor* master, const DLTensor* lr,
+                            const DLTensor* grad_scale, const xhal_adamw_params* params, void* stream);
+/* norm[1] f32; clip_scale[1] f32 or NULL; max_norm <= 0: no clipping. */
+xhal_status xhal_global_grad_norm(const DLTensor* grad, const DLTensor* norm, const DLTensor* clip_scale,
+                                  float max_norm, void* stream);
 
 /* Deterministic mode (XHAL_DETERMINISTIC) on (1) or off (0) for this process. */
 void xhal_set_deterministic(int32_t on);

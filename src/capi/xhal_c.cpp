@@ -313,6 +313,40 @@ xhal_status xhal_cross_entropy_backward(const DLTensor* logits, const DLTensor* 
   });
 }
 
+xhal_status xhal_adamw_step(const DLTensor* param, const DLTensor* grad, const DLTensor* exp_avg,
+                            const DLTensor* exp_avg_sq, const DLTensor* master, const DLTensor* lr,
+                            const DLTensor* grad_scale, const xhal_adamw_params* params, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::adamw_step;
+    if (params == nullptr) {
+      throw xhal::Error(xhal::Errc::invalid_argument,
+                        "xhal_adamw_step: argument 'params': expected the step's hyperparameters, got NULL");
+    }
+    const xhal_adamw_params& p = *params;
+    auto pv = view(param, op, XHAL_ADAMW_STEP_PARAM);
+    auto s = stream_for(pv, stream);
+    std::optional<xhal::TensorView> master_view, lr_view, scale_view;
+    if (master) master_view = view(master, op, XHAL_ADAMW_STEP_MASTER);
+    if (lr) lr_view = view(lr, op, XHAL_ADAMW_STEP_LR);
+    if (grad_scale) scale_view = view(grad_scale, op, XHAL_ADAMW_STEP_GRAD_SCALE);
+    xhal::ops::adamw_step(pv, view(grad, op, XHAL_ADAMW_STEP_GRAD), view(exp_avg, op, XHAL_ADAMW_STEP_EXP_AVG),
+                          view(exp_avg_sq, op, XHAL_ADAMW_STEP_EXP_AVG_SQ), ptr(master_view), ptr(lr_view),
+                          ptr(scale_view), {p.lr, p.beta1, p.beta2, p.eps, p.weight_decay, p.step}, ptr(s));
+  });
+}
+
+xhal_status xhal_global_grad_norm(const DLTensor* grad, const DLTensor* norm, const DLTensor* clip_scale,
+                                  float max_norm, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::global_grad_norm;
+    auto g = view(grad, op, XHAL_GLOBAL_GRAD_NORM_GRAD);
+    auto s = stream_for(g, stream);
+    std::optional<xhal::TensorView> clip_view;
+    if (clip_scale) clip_view = view(clip_scale, op, XHAL_GLOBAL_GRAD_NORM_CLIP_SCALE);
+    xhal::ops::global_grad_norm(g, view(norm, op, XHAL_GLOBAL_GRAD_NORM_NORM), ptr(clip_view), max_norm, ptr(s));
+  });
+}
+
 void xhal_set_deterministic(int32_t on) { xhal::registry::set_deterministic(on != 0); }
 
 xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out) {
