@@ -195,6 +195,12 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     ops::swiglu(x, res, out);
     const Tensor packed = random_tensor({5, 400}, dt, 13);
     ops::swiglu_packed(packed, out);
+    const Tensor dw = Tensor::empty({200}, dt, cpu), grad = Tensor::empty({5, 200}, dt, cpu);
+    const Tensor grad2 = Tensor::empty({5, 200}, dt, cpu), packed_grad = Tensor::empty({5, 400}, dt, cpu);
+    ops::rms_norm_backward(res, x, w, 1e-5f, grad, dw);
+    ops::fused_add_rms_norm_backward(res, x, w, 1e-5f, out, grad, dw);
+    ops::swiglu_backward(res, x, out, grad, grad2);
+    ops::swiglu_packed_backward(res, packed, packed_grad);
     const Tensor q = random_tensor({1, 70, 4, 64}, dt, 14), k = random_tensor({1, 70, 2, 64}, dt, 15);
     const Tensor v = random_tensor({1, 70, 2, 64}, dt, 16), o = Tensor::empty({1, 70, 4, 64}, dt, cpu);
     const Tensor lse = Tensor::empty({1, 4, 70}, DType::f32, cpu);

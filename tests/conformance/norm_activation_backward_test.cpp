@@ -17,9 +17,13 @@ namespace {
 // weight gradient into its block's partial sums).
 std::vector<RowShape> gradient_shapes() {
   std::vector<RowShape> shapes = kRowShapes;
-  shapes.push_back({{20000, 64}, {}});
+  shapes.push_back({{9000, 64}, {}});
   return shapes;
 }
+
+// In place (dx over dresidual, dx over x): a short and a padded shape suffice (the kernels read an
+// element before writing it whatever the shape).
+bool also_in_place(const RowShape& s) { return s.shape.back() == 129 || s.layout.pad != 0; }
 
 TEST_P(Conformance, RmsNormBackward) {
   for (const auto& [shape, layout] : gradient_shapes()) {
@@ -40,6 +44,7 @@ TEST_P(Conformance, RmsNormBackward) {
 TEST_P(Conformance, FusedAddRmsNormBackward) {
   for (const auto& [shape, layout] : gradient_shapes()) {
     for (const bool in_place : {false, true}) {
+      if (in_place && !also_in_place({shape, layout})) continue;
       SCOPED_TRACE(fmt::format("shape [{}]{}", fmt::join(shape, ","), in_place ? ", dx is dresidual" : ""));
       const int64_t N = shape.back();
       auto dout = random(shape);
@@ -94,6 +99,7 @@ std::vector<double> join_halves(const std::vector<double>& a, const std::vector<
 TEST_P(Conformance, SwigluPackedBackward) {
   for (const auto& [shape, layout] : gradient_shapes()) {
     for (const bool in_place : {false, true}) {
+      if (in_place && !also_in_place({shape, layout})) continue;
       SCOPED_TRACE(fmt::format("shape [{}]{}", fmt::join(shape, ","), in_place ? ", dx is x" : ""));
       const int64_t N = shape.back();
       std::vector<int64_t> packed = shape;
@@ -142,7 +148,7 @@ TEST_P(Conformance, NormActivationBackwardNonFinite) {
 // Deterministic mode: the ops that reduce across rows give the same bits twice.
 TEST_P(Conformance, DeterministicGradients) {
   registry::set_deterministic(true);
-  const int64_t M = 3000, N = 512;
+  const int64_t M = 1000, N = 256;  // more rows than the CPU's 128 blocks, several GPU blocks
   auto dout = random({M, N}), x = random({M, N}), w = random({N}), dresidual = random({M, N});
   std::vector<std::vector<double>> runs;
   for (int run = 0; run < 2; ++run) {
