@@ -1,23 +1,18 @@
 // rms_norm_backward and fused_add_rms_norm_backward on the CPU. With r = 1/sqrt(mean(x^2) + eps)
 // and g = dout * weight, a row's gradient is dx = r * (g - x * r^2 * mean(g * x)), and
-// dweight = sum over rows of dout * x * r. Rows go in a fixed number of blocks (a function of the
-// row count alone); each block sums its rows' dweight terms in order into its own f32 row, and the
-// blocks' rows are added in block order at the end: dweight has the same bits whatever the thread
-// count, so the kernel is deterministic by construction.
+// dweight = sum over rows of dout * x * r, summed by RowBlockSums: the same bits whatever the
+// thread count, so the kernel is deterministic by construction.
 #include <algorithm>
 #include <cmath>
 
 #include "element.hpp"
 #include "kernel_registration.hpp"
+#include "row_block_sums.hpp"
 #include "scratch.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
 namespace {
-
-// Enough blocks to keep every core of a large CPU busy; few enough that their f32 rows of dweight
-// terms stay small next to the tensors.
-constexpr int64_t kMaxRowBlocks = 128;
 
 template <class E>
 struct RmsNormBackwardKernel {
@@ -30,12 +25,10 @@ struct RmsNormBackwardKernel {
     const int64_t n = dout.size(-1), rows = n == 0 ? 0 : dout.numel() / n;
     if (n == 0) return XHAL_OK;  // no row has an element; dweight is empty
     const float eps = kernels::op_params<xhal_norm_op_params>(c).eps;
-    const int64_t blocks = std::min(rows, kMaxRowBlocks);
-    const int64_t rows_per_block = blocks == 0 ? 0 : (rows + blocks - 1) / blocks;
-    const Scratch partials(c, checked_bytes(std::max<int64_t>(blocks, 1), checked_bytes(n, sizeof(float))));
+    const RowBlockSums sums(c, rows, n);
     // Each thread: the row of x and of g in f32.
-    const ThreadWorkspaces workspaces(c, checked_bytes(2 * n, sizeof(float)), blocks);
-    if (partials.data() == nullptr || !workspaces.ok()) {
+    const ThreadWorkspaces workspaces(c, checked_bytes(2 * n, sizeof(float)), sums.blocks());
+    if (!sums.ok() || !workspaces.ok()) {
       return workspaces_refused(
           msg, len, c->op == XHAL_OP_RMS_NORM_BACKWARD ? "rms_norm_backward" : "fused_add_rms_norm_backward");
     }
@@ -46,10 +39,9 @@ struct RmsNormBackwardKernel {
       float* xf = static_cast<float*>(workspaces.of_this_thread());
       float* g = xf + n;
 #pragma omp for schedule(static)
-      for (int64_t b = 0; b < blocks; ++b) {
-        float* partial = partials.get() + b * n;
-        std::fill(partial, partial + n, 0.0f);
-        for (int64_t r = b * rows_per_block; r < std::min(rows, (b + 1) * rows_per_block); ++r) {
+      for (int64_t b = 0; b < sums.blocks(); ++b) {
+        float* partial = sums.start(b);
+        for (int64_t r = sums.first_row(b); r < sums.end_row(b); ++r) {
           load_row<E>(x.row(r), xf, n);
           load_row<E>(dout.row(r), g, n);
           float sumsq = 0.0f, dot = 0.0f;
@@ -73,13 +65,7 @@ struct RmsNormBackwardKernel {
           }
         }
       }
-      // dweight: the blocks' rows added in block order, columns in parallel.
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < n; ++i) {
-        float sum = 0.0f;
-        for (int64_t b = 0; b < blocks; ++b) sum += partials.get()[b * n + i];
-        dweight.data[i * dweight.stride(0)] = E::store(sum);
-      }
+      sums.add_into<E>(dweight.data, dweight.stride(0));
     }
     return XHAL_OK;
   }

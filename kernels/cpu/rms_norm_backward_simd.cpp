@@ -1,7 +1,6 @@
 // rms_norm_backward and fused_add_rms_norm_backward with SIMD (Highway, best target picked at run
-// time). The blocks of rows and the order of dweight's sums are those of the reference kernel
-// (rms_norm_backward.cpp): each block sums its rows' terms into its own f32 row, the rows are
-// added in block order, so dweight has the same bits whatever the thread count. A row is read
+// time). dweight is summed by RowBlockSums, as in the reference kernel: the same bits whatever the
+// thread count. A row is read
 // twice, the second time from the cache: its two sums (x^2 and dout weight x), then dx and the
 // block's dweight terms. Registered above the reference kernels.
 #undef HWY_TARGET_INCLUDE
@@ -14,16 +13,12 @@
 #include <vector>
 
 #include "kernels/cpu/kernel_registration.hpp"
-#include "kernels/cpu/scratch.hpp"
+#include "kernels/cpu/row_block_sums.hpp"
 #include "kernels/cpu/simd_element-inl.h"
 #include "kernels/cpu/tensor_ref.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
-
-// Enough blocks to keep every core of a large CPU busy, few enough that their f32 rows stay small
-// (the reference kernel's count).
-constexpr int64_t kMaxRowBlocks = 128;
 
 // One row: dx (and the residual's gradient) written, the row's dweight terms added to `partial`.
 template <class E>
@@ -81,30 +76,22 @@ bool backward_rows_typed(const xhal_op_call* c) {
   const int64_t n = dout.size(-1), rows = n == 0 ? 0 : dout.numel() / n;
   if (n == 0) return true;
   const float eps = kernels::op_params<xhal_norm_op_params>(c).eps;
-  const int64_t blocks = std::min(rows, kMaxRowBlocks);
-  const int64_t rows_per_block = blocks == 0 ? 0 : (rows + blocks - 1) / blocks;
-  const Scratch partials(c, checked_bytes(std::max<int64_t>(blocks, 1), checked_bytes(n, sizeof(float))));
-  if (partials.data() == nullptr) return false;
+  const RowBlockSums sums(c, rows, n);
+  if (!sums.ok()) return false;
   std::vector<float> weight(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) weight[size_t(i)] = E::load(w.data[i]);
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
-      float* partial = partials.get() + b * n;
-      std::fill(partial, partial + n, 0.0f);
-      for (int64_t row = b * rows_per_block; row < std::min(rows, (b + 1) * rows_per_block); ++row) {
+    for (int64_t b = 0; b < sums.blocks(); ++b) {
+      float* partial = sums.start(b);
+      for (int64_t row = sums.first_row(b); row < sums.end_row(b); ++row) {
         // dx may be dresidual itself: the row is then written twice with the same values.
         backward_row<E>(x.row(row), dout.row(row), weight.data(), n, eps, dx.row(row),
                         dresidual ? dresidual.row(row) : nullptr, partial);
       }
     }
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      float sum = 0.0f;
-      for (int64_t b = 0; b < blocks; ++b) sum += partials.get()[b * n + i];
-      dweight.data[i * dweight.stride(0)] = E::store(sum);
-    }
+    sums.add_into<E>(dweight.data, dweight.stride(0));
   }
   return true;
 }
