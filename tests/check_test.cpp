@@ -201,6 +201,11 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     ops::fused_add_rms_norm_backward(res, x, w, 1e-5f, out, grad, dw);
     ops::swiglu_backward(res, x, out, grad, grad2);
     ops::swiglu_packed_backward(res, packed, packed_grad);
+    const std::vector<int32_t> labels{3, 199, 0, -100, 57};
+    const Tensor labels_t = Tensor::from_host(labels.data(), {5}, DType::i32, cpu);
+    const Tensor loss = Tensor::empty({5}, DType::f32, cpu), lse_rows = Tensor::empty({5}, DType::f32, cpu);
+    ops::cross_entropy(x, labels_t, loss, lse_rows, {.label_smoothing = 0.1f});
+    ops::cross_entropy_backward(x, labels_t, lse_rows, loss, grad);
     const Tensor q = random_tensor({1, 70, 4, 64}, dt, 14), k = random_tensor({1, 70, 2, 64}, dt, 15);
     const Tensor v = random_tensor({1, 70, 2, 64}, dt, 16), o = Tensor::empty({1, 70, 4, 64}, dt, cpu);
     const Tensor lse = Tensor::empty({1, 4, 70}, DType::f32, cpu);

@@ -1,112 +1,23 @@
-// cross_entropy and cross_entropy_backward on the CPU: rows (tokens) in parallel, each row read in
-// its dtype and reduced in f32 (max, then the sum of exponentials; the sum of the logits for label
-// smoothing). Labels are checked against the vocabulary before anything is written.
-#include <cmath>
-#include <limits>
-
-#include "element.hpp"
-#include "kernel_registration.hpp"
-#include "tensor_ref.hpp"
+// cross_entropy and cross_entropy_backward on the CPU, the reference: rows (tokens) in parallel,
+// each row read in its dtype and reduced in f32 (max, then the sum of exponentials; the sum of the
+// logits for label smoothing), one std::exp per logit. Labels are checked against the vocabulary
+// before anything is written.
+#include "cross_entropy_rows.hpp"
 
 namespace xhal::cpu {
 namespace {
 
-// invalid_argument naming the first label outside 0..V-1 that is not ignore_index, else XHAL_OK.
-xhal_status check_labels(const xhal_op_call* c, const char* op, char* msg, size_t len) {
-  const DLTensor* labels = c->tensors[XHAL_CROSS_ENTROPY_LABELS];
-  const int64_t T = labels->shape[0], V = c->tensors[XHAL_CROSS_ENTROPY_LOGITS]->shape[1];
-  const int64_t ignore = kernels::op_params<xhal_cross_entropy_op_params>(c).ignore_index;
-  for (int64_t t = 0; t < T; ++t) {
-    const int64_t y = index_at(labels, t);
-    if (y != ignore && (y < 0 || y >= V)) {
-      return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT,
-                          "xhal::ops::%s: argument 'labels': expected 0..%lld (classes of logits) or the "
-                          "ignore_index %lld, got labels[%lld] = %lld",
-                          op, (long long)(V - 1), (long long)ignore, (long long)t, (long long)y);
-    }
-  }
-  return XHAL_OK;
-}
-
-// log(sum(exp(x))) of a row; -inf for a row of -inf (masked classes), NaN when x holds a NaN.
-template <class E>
-float row_lse(const typename E::Storage* x, int64_t V) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < V; ++j) m = std::fmax(m, E::load(x[j]));
-  if (m == -std::numeric_limits<float>::infinity()) {  // every class masked, or NaNs (fmax skips them)
-    for (int64_t j = 0; j < V; ++j) {
-      if (std::isnan(E::load(x[j]))) return E::load(x[j]);
-    }
-    return m;
-  }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < V; ++j) sum += std::exp(E::load(x[j]) - m);
-  return m + std::log(sum);
-}
-
 template <class E>
 struct CrossEntropyKernel {
-  using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    if (const xhal_status s = check_labels(c, "cross_entropy", msg, len); s != XHAL_OK) return s;
-    const auto& p = kernels::op_params<xhal_cross_entropy_op_params>(c);
-    const TensorRef<const S> logits(c->tensors[XHAL_CROSS_ENTROPY_LOGITS]);
-    const TensorRef<float> loss(c->tensors[XHAL_CROSS_ENTROPY_LOSS]), lse(c->tensors[XHAL_CROSS_ENTROPY_LSE]);
-    const DLTensor* labels = c->tensors[XHAL_CROSS_ENTROPY_LABELS];
-    const int64_t T = logits.size(0), V = logits.size(1);
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < T; ++t) {
-      const S* x = logits.at(t, 0);
-      const float l = row_lse<E>(x, V);
-      *lse.at(t) = l;
-      const int64_t y = index_at(labels, t);
-      if (y == p.ignore_index) {
-        *loss.at(t) = 0.0f;
-        continue;
-      }
-      float value = l - E::load(x[y]);
-      if (p.label_smoothing > 0) {
-        float sum = 0.0f;
-        for (int64_t j = 0; j < V; ++j) sum += E::load(x[j]);
-        value = (1.0f - p.label_smoothing) * value + p.label_smoothing * (l - sum / float(V));
-      }
-      *loss.at(t) = p.z_loss > 0 ? value + p.z_loss * l * l : value;
-    }
-    return XHAL_OK;
+    return cross_entropy_rows<E>(c, msg, len, scalar_row_lse<E>);
   }
 };
 
-// dlogits = dloss * ((1 + 2 z lse) softmax - (1 - s) onehot(label) - s / V); each element is read
-// before it is written, so dlogits may be logits.
 template <class E>
 struct CrossEntropyBackwardKernel {
-  using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    if (const xhal_status s = check_labels(c, "cross_entropy_backward", msg, len); s != XHAL_OK) return s;
-    const auto& p = kernels::op_params<xhal_cross_entropy_op_params>(c);
-    const TensorRef<const S> logits(c->tensors[XHAL_CROSS_ENTROPY_BACKWARD_LOGITS]);
-    const TensorRef<S> dlogits(c->tensors[XHAL_CROSS_ENTROPY_BACKWARD_DLOGITS]);
-    const TensorRef<const float> lse(c->tensors[XHAL_CROSS_ENTROPY_BACKWARD_LSE]);
-    const TensorRef<const float> dloss(c->tensors[XHAL_CROSS_ENTROPY_BACKWARD_DLOSS]);
-    const DLTensor* labels = c->tensors[XHAL_CROSS_ENTROPY_BACKWARD_LABELS];
-    const int64_t T = logits.size(0), V = logits.size(1);
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < T; ++t) {
-      const S* x = logits.at(t, 0);
-      S* d = dlogits.at(t, 0);
-      const int64_t y = index_at(labels, t);
-      if (y == p.ignore_index) {
-        for (int64_t j = 0; j < V; ++j) d[j] = E::store(0.0f);
-        continue;
-      }
-      const float l = *lse.at(t), g = *dloss.at(t);
-      const float scale = g * (1.0f + 2.0f * p.z_loss * l), floor = g * p.label_smoothing / float(V);
-      for (int64_t j = 0; j < V; ++j) {
-        const float v = scale * std::exp(E::load(x[j]) - l) - floor;
-        d[j] = E::store(j == y ? v - g * (1.0f - p.label_smoothing) : v);
-      }
-    }
-    return XHAL_OK;
+    return cross_entropy_backward_rows<E>(c, msg, len, scalar_exp_row<E>);
   }
 };
 
