@@ -35,7 +35,7 @@ struct RopeKernel {
     const float sin_sign = c->op == XHAL_OP_ROPE_BACKWARD ? -1.0f : 1.0f;  // the inverse rotation
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < T; ++t) {
-      const float* cs = cache.at(rope_position(positions, t), 0);
+      const float* cs = cache.at(index_at(positions, t), 0);
       for (int64_t h = 0; h < q.size(1); ++h) rotate(q.at(t, h, 0), cs, cs + half, sin_sign, half, neox);
       for (int64_t h = 0; h < k.size(1); ++h) rotate(k.at(t, h, 0), cs, cs + half, sin_sign, half, neox);
     }

@@ -112,7 +112,7 @@ bool rope_typed(const xhal_op_call* c) {
     const auto [cos_pairs, sin_pairs] = pairs(carver);
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < tokens; ++t) {
-      const float* cs = cache.at(rope_position(positions, t), 0);
+      const float* cs = cache.at(index_at(positions, t), 0);
       if (neox) {
         to_pair_order<E>(cs, cos_pairs, half), to_pair_order<E>(cs + half, sin_pairs, half);
         if (sin_sign < 0) {

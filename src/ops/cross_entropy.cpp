@@ -24,11 +24,10 @@ void check_cross_entropy_args(const ArgChecks& check, const TensorView& logits, 
   check.tensor(XHAL_CROSS_ENTROPY_LABELS, labels, 1, false);
   check.dtype_in(XHAL_CROSS_ENTROPY_LABELS, labels, {DType::i32, DType::i64});
   check.dim(XHAL_CROSS_ENTROPY_LABELS, labels, 0, T, "tokens of logits");
-  for (const int slot : {XHAL_CROSS_ENTROPY_LSE, XHAL_CROSS_ENTROPY_LOSS}) {
-    const TensorView& t = slot == XHAL_CROSS_ENTROPY_LSE ? lse : per_token;
-    check.tensor(slot, t, 1, false);
-    check.dtype(slot, t, DType::f32, " (per-token values are f32)");
-    check.dim(slot, t, 0, T, "tokens of logits");
+  for (const auto& [slot, t] : {std::pair{XHAL_CROSS_ENTROPY_LSE, &lse}, {XHAL_CROSS_ENTROPY_LOSS, &per_token}}) {
+    check.tensor(slot, *t, 1, false);
+    check.dtype(slot, *t, DType::f32, " (per-token values are f32)");
+    check.dim(slot, *t, 0, T, "tokens of logits");
   }
   if (!(params.label_smoothing >= 0 && params.label_smoothing <= 1)) {
     check.fail("label_smoothing", "a number in [0, 1]", fmt::format("{}", params.label_smoothing));
