@@ -94,14 +94,14 @@ fi
 
 if want linear; then
   # linear through the portable tiled GEMM (what the hip plugin runs), cuBLASLt set aside.
-  XHAL_DISABLE_KERNELS=cuda.linear_cublaslt "$build/bin/xhal_conformance" --gtest_filter='*Linear*/cuda_*' \
+  XHAL_DISABLE_KERNELS=cuda.linear_cublaslt,cuda.linear_backward_cublaslt "$build/bin/xhal_conformance" --gtest_filter='*Linear*/cuda_*' \
     >"$out/conformance-cuda-tiled.log" 2>&1
   note "conformance cuda linear, cuBLASLt disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-tiled.log" | tr '\n' ' ')"
   grep -E "Failure|elements out of tolerance|kernel" -A1 "$out/conformance-cuda-tiled.log" | head -n 10
   # The portable tiled GEMM against cuBLASLt (the ceiling row) in one run of each.
   "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 --benchmark_filter='^(linear|ceiling/gemm)' \
     >"$out/bench-linear.txt" 2>&1
-  XHAL_DISABLE_KERNELS=cuda.linear_cublaslt "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
+  XHAL_DISABLE_KERNELS=cuda.linear_cublaslt,cuda.linear_backward_cublaslt "$build/bin/xhal-bench" --device cuda:0 $quick --benchmark_min_time=0.2 \
     --benchmark_filter='^(linear|ceiling/gemm)' >"$out/bench-linear-tiled.txt" 2>&1
   note "linear: cuBLASLt then the tiled GEMM (exit $?)"
   grep -hE "^(ceiling/gemm|linear)" "$out/bench-linear.txt" "$out/bench-linear-tiled.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g'
@@ -142,7 +142,7 @@ if want bench; then
     ${GPU_BENCH_FILTER:+--benchmark_filter=$GPU_BENCH_FILTER} \
     --benchmark_out="$out/bench.json" --benchmark_out_format=json >"$out/bench.txt" 2>&1
   note "xhal-bench: exit $?"
-  grep -E "^(ceiling|rms|fused|swiglu|rope|cross|attention|paged|linear)" "$out/bench.txt" |
+  grep -E "^(ceiling|rms|fused|swiglu|rope|cross|embedding|attention|paged|linear)" "$out/bench.txt" |
     sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 40
   XHAL_DISABLE_KERNELS=cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma "$build/bin/xhal-bench" \
     --device cuda:0 $quick --benchmark_min_time=0.2 --benchmark_filter='^attention' >"$out/bench-mma.txt" 2>&1

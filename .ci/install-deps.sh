@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages xhal needs to build and test, when any is missing. hipcc and the HIP
-# runtime's headers build the hip plugin (it compiles for AMD GPUs; none is needed to build it);
-# clang with its fuzzer runtime and OpenMP builds the fuzz target that .ci/run runs; clang-format,
-# and python3 with shellcheck run .ci/lint.
+# runtime's headers build the hip plugin (it compiles for AMD GPUs; none is needed to build it),
+# with rocPRIM for its device sort; clang with its fuzzer runtime and OpenMP builds the fuzz target
+# that .ci/run runs; clang-format, and python3 with shellcheck run .ci/lint.
 set -euo pipefail
 packages=(build-essential cmake ninja-build libfmt-dev libspdlog-dev libdlpack-dev libgtest-dev
           libbenchmark-dev libopenmpi-dev openmpi-bin hipcc libamdhip64-dev libhwy-dev
-          libopenblas-openmp-dev libdnnl-dev nlohmann-json3-dev clang libclang-rt-dev libomp-dev
+          libopenblas-openmp-dev libdnnl-dev librocprim-dev nlohmann-json3-dev clang libclang-rt-dev libomp-dev
           clang-format shellcheck python3 binutils)
 missing=()
 for p in "${packages[@]}"; do

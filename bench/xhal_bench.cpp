@@ -373,6 +373,26 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     }
   }
 
+  // embedding over a Llama-3 vocabulary and hidden size (a batch of 2·ce_tokens tokens): the forward
+  // reads the picked rows and writes them; the backward reads dout and writes the whole table's
+  // gradient (zero where no token picked a row), the bytes its ceiling counts.
+  {
+    const int64_t ET = 2 * s.ce_tokens, EV = s.ce_vocab, ED = 4096;
+    const std::string shape = fmt::format("T{}_V{}_D{}", ET, EV, ED);
+    std::vector<int32_t> id_values(static_cast<size_t>(ET));
+    for (size_t t = 0; t < id_values.size(); ++t) id_values[t] = int32_t((t * 7919) % size_t(EV));
+    add("embedding/" + shape + "/" + tn, 2.0 * double(ET * ED) * e + 4.0 * ET, 0, Bound::memory, [=] {
+      Tensor ids = i32_tensor(id_values, {ET}, dev), table = random_tensor({EV, ED}, dt, dev);
+      Tensor out = Tensor::empty({ET, ED}, dt, dev);
+      return std::function<void()>([=] { xhal::ops::embedding(ids, table, out); });
+    });
+    add("embedding_backward/" + shape + "/" + tn, double((ET + EV) * ED) * e + 4.0 * ET, 0, Bound::memory, [=] {
+      Tensor ids = i32_tensor(id_values, {ET}, dev), dout = random_tensor({ET, ED}, dt, dev);
+      Tensor dtable = Tensor::empty({EV, ED}, dt, dev);
+      return std::function<void()>([=] { xhal::ops::embedding_backward(ids, dout, dtable); });
+    });
+  }
+
   // The optimizer over one flat buffer of parameters with f32 master weights and moments: adamw_step
   // reads the gradient and the three f32 buffers and writes the parameter and the three buffers;
   // global_grad_norm reads the gradient.
@@ -509,6 +529,21 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
   // linear in decode: one token's row against a weight far larger than the caches (Llama-3-8B's
   // gate and up projections, 28672 x 4096), so a read of w at the memory's rate.
   add_linear("linear_decode", 1, s.decode_n, s.decode_k, Bound::memory);
+  // linear_backward: dx = dout · w and dw = doutᵀ · x (4·m·n·k flops) plus dbias, a training
+  // step's two GEMMs per linear; its ceiling is the linear (GEMM) rate.
+  {
+    const int64_t m = s.linear_m, n = s.linear_n, k = s.linear_k;
+    add(fmt::format("linear_backward/{}x{}x{}/{}", m, n, k, tn), double(2 * m * k + 2 * n * k + m * n + n) * e,
+        4.0 * m * n * k, Bound::compute, [=] {
+          Tensor dout = random_tensor({m, n}, dt, dev), x = random_tensor({m, k}, dt, dev);
+          Tensor w = random_tensor({n, k}, dt, dev), dx = Tensor::empty({m, k}, dt, dev);
+          Tensor dw = Tensor::empty({n, k}, dt, dev), dbias = Tensor::empty({n}, dt, dev);
+          return std::function<void()>([=] {
+            const xhal::TensorView dx_view = dx, dw_view = dw, dbias_view = dbias;
+            xhal::ops::linear_backward(dout, x, w, &dx_view, &dw_view, &dbias_view);
+          });
+        });
+  }
   return cases;
 }
 

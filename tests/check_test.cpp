@@ -229,6 +229,10 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     ops::rope_backward(rq, rk, positions_t, cache, RopeStyle::gptj);
     const Tensor lw = random_tensor({24, 200}, dt, 22), lo = Tensor::empty({5, 24}, dt, cpu);
     ops::linear(x, lw, nullptr, lo);
+    const Tensor ldx = Tensor::empty({5, 200}, dt, cpu), ldw = Tensor::empty({24, 200}, dt, cpu);
+    const Tensor ldb = Tensor::empty({24}, dt, cpu);
+    const TensorView ldx_view = ldx, ldw_view = ldw, ldb_view = ldb;
+    ops::linear_backward(random_tensor({5, 24}, dt, 26), x, lw, &ldx_view, &ldw_view, &ldb_view);
     for (const CheckReport& r : reports) {
       EXPECT_TRUE(r.passed()) << r.str();
       EXPECT_LE(r.max_allowance_used, 1.0) << r.str();

@@ -64,6 +64,34 @@ TEST(GoldenGradients, Swiglu) {
       up, g.dup, [&](const std::vector<double>& v) { return dot(dout, swiglu(gate, v)); }, "dup");
 }
 
+TEST(GoldenGradients, Linear) {
+  std::mt19937 rng(11);
+  const int64_t M = 3, N = 4, K = 5;
+  const auto x = random_values(size_t(M * K), rng), w = random_values(size_t(N * K), rng);
+  const auto bias = random_values(size_t(N), rng), dout = random_values(size_t(M * N), rng);
+  const LinearGradients g = linear_backward(dout, x, w, M, N, K);
+  expect_gradient(
+      x, g.dx, [&](const std::vector<double>& v) { return dot(dout, linear(v, w, bias, M, N, K)); }, "dx");
+  expect_gradient(
+      w, g.dw, [&](const std::vector<double>& v) { return dot(dout, linear(x, v, bias, M, N, K)); }, "dw");
+  expect_gradient(
+      bias, g.dbias, [&](const std::vector<double>& v) { return dot(dout, linear(x, w, v, M, N, K)); }, "dbias");
+}
+
+TEST(GoldenGradients, Embedding) {
+  std::mt19937 rng(12);
+  const int64_t V = 5, D = 3;
+  const std::vector<int64_t> ids = {4, 0, 4, 2, 4, 1};
+  const auto table = random_values(size_t(V * D), rng), dout = random_values(ids.size() * size_t(D), rng);
+  expect_gradient(
+      table, embedding_backward(ids, dout, V, D, -1),
+      [&](const std::vector<double>& v) { return dot(dout, embedding(ids, v, D)); }, "dtable");
+  // padding_idx's row gets nothing (PyTorch's nn.Embedding: the padding row is never trained).
+  const auto padded = embedding_backward(ids, dout, V, D, 4);
+  for (int64_t d = 0; d < D; ++d) EXPECT_EQ(padded[size_t(4 * D + d)], 0.0);
+  EXPECT_EQ(padded[0], embedding_backward(ids, dout, V, D, -1)[0]);
+}
+
 TEST(GoldenGradients, CrossEntropy) {
   std::mt19937 rng(10);
   const int64_t T = 4, V = 9;

@@ -245,6 +245,53 @@ const std::vector<BadCall>& bad_calls() {
          auto bias = b.f32({7});
          ops::linear(b.f32({4, 64}), b.f32({8, 64}), &bias, b.o32({4, 8}));
        }},
+      // embedding
+      {"ids dtype", Errc::invalid_argument, "embedding", "ids",
+       [](Buffers& b) {
+         ops::embedding(b.f32({4}), b.f32({10, 8}), b.o32({4, 8}));
+       }},
+      {"out columns", Errc::invalid_argument, "embedding", "out",
+       [](Buffers& b) {
+         ops::embedding(b.i32({4}), b.f32({10, 8}), b.o32({4, 9}));
+       }},
+      {"id out of range", Errc::invalid_argument, "embedding", "ids",
+       [](Buffers& b) {
+         std::vector<int32_t> ids{0, 10, 2};
+         ops::embedding(TensorView(ids.data(), DType::i32, V{3}), b.f32({10, 8}), b.o32({3, 8}));
+       }},
+      {"dout tokens", Errc::invalid_argument, "embedding_backward", "dout",
+       [](Buffers& b) {
+         ops::embedding_backward(b.i32({4}), b.f32({5, 8}), b.o32({10, 8}));
+       }},
+      {"dtable dtype", Errc::invalid_argument, "embedding_backward", "dout",
+       [](Buffers& b) {
+         ops::embedding_backward(b.i32({4}), b.bf16({4, 8}), b.o32({10, 8}));
+       }},
+      {"backward id out of range", Errc::invalid_argument, "embedding_backward", "ids",
+       [](Buffers& b) {
+         std::vector<int64_t> ids{0, -3};
+         ops::embedding_backward(TensorView(ids.data(), DType::i64, V{2}), b.f32({2, 8}), b.o32({10, 8}));
+       }},
+      // linear_backward
+      {"no gradient", Errc::invalid_argument, "linear_backward", "dx",
+       [](Buffers& b) {
+         ops::linear_backward(b.f32({4, 8}), b.f32({4, 64}), b.f32({8, 64}), nullptr, nullptr, nullptr);
+       }},
+      {"dw shape", Errc::invalid_argument, "linear_backward", "dw",
+       [](Buffers& b) {
+         auto dw = b.o32({64, 8});
+         ops::linear_backward(b.f32({4, 8}), b.f32({4, 64}), b.f32({8, 64}), nullptr, &dw, nullptr);
+       }},
+      {"w out features", Errc::invalid_argument, "linear_backward", "w",
+       [](Buffers& b) {
+         auto dx = b.o32({4, 64});
+         ops::linear_backward(b.f32({4, 8}), b.f32({4, 64}), b.f32({9, 64}), &dx, nullptr, nullptr);
+       }},
+      {"dbias dtype", Errc::invalid_argument, "linear_backward", "dbias",
+       [](Buffers& b) {
+         auto dbias = TensorView(b.h.data(), DType::bf16, V{8});
+         ops::linear_backward(b.f32({4, 8}), b.f32({4, 64}), b.f32({8, 64}), nullptr, nullptr, &dbias);
+       }},
       // backward ops
       {"dx shape", Errc::invalid_argument, "rms_norm_backward", "dx",
        [](Buffers& b) {
@@ -450,6 +497,17 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
       {"linear", "out", "x",
        [](Buffers& b) {
          ops::linear(b.o32({4, 64}), b.f32({8, 64}), nullptr, b.o32({4, 8}));
+       }},
+      {"linear_backward", "dx", "dout",
+       [](Buffers& b) {
+         auto dx = b.o32({4, 8});
+         ops::linear_backward(b.o32({4, 8}), b.f32({4, 8}), b.f32({8, 8}), &dx, nullptr, nullptr);
+       }},
+      {"linear_backward", "dw", "dbias",
+       [](Buffers& b) {
+         auto dw = b.o32({8, 64});
+         auto dbias = TensorView(b.out.data() + 8, DType::f32, std::vector<int64_t>{8});
+         ops::linear_backward(b.f32({4, 8}), b.f32({4, 64}), b.f32({8, 64}), nullptr, &dw, &dbias);
        }},
       {"linear", "out", "bias",
        [](Buffers& b) {

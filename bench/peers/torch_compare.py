@@ -75,6 +75,9 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_rope_backward": [_P, _P, _P, _P, ctypes.c_int32, _P],
     "xhal_cross_entropy": [_P, _P, _P, _P, ctypes.c_int64, ctypes.c_float, ctypes.c_float, _P],
     "xhal_cross_entropy_backward": [_P, _P, _P, _P, _P, ctypes.c_int64, ctypes.c_float, ctypes.c_float, _P],
+    "xhal_linear_backward": [_P, _P, _P, _P, _P, _P, _P],
+    "xhal_embedding": [_P, _P, _P, _P],
+    "xhal_embedding_backward": [_P, _P, _P, ctypes.c_int64, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -311,7 +314,16 @@ def _cross_entropy(x, labels):
     return F.cross_entropy(x, labels, reduction="none")
 
 
-COMPILED = {fn: maybe_compile(fn) for fn in (_rms_norm, _add_rms_norm, _silu_mul, _rope_neox, _cross_entropy)}
+def _linear(x, w, b):
+    return F.linear(x, w, b)
+
+
+def _embedding(ids, table):
+    return F.embedding(ids, table)
+
+
+COMPILED = {fn: maybe_compile(fn)
+            for fn in (_rms_norm, _add_rms_norm, _silu_mul, _rope_neox, _cross_entropy, _linear, _embedding)}
 
 
 def peers_of(eager_name, fn, *args):
@@ -549,6 +561,31 @@ def case_cross_entropy_backward(ctx, T, V):
     return run_case(ctx, prep, peers, [], 2 * T * V * 2, "GB/s", "copy")
 
 
+def case_linear_backward(ctx, M, N, K):
+    x, w, b, dout = randn(M, K), randn(N, K, scale=K ** -0.5), randn(N), randn(M, N)
+    dx, dw, db = torch.empty_like(x), torch.empty_like(w), torch.empty_like(b)
+    run = ctx.xhal.op("xhal_linear_backward", dout, x, w, dx, dw, db)
+    peers = autograd_peers(_linear, (x, w, b), [dout], (0, 1, 2))
+    return run_case(ctx, lambda: (run, [dx, dw, db]), peers, [dx, dw, db], 4 * M * N * K, "TFLOP/s", "gemm")
+
+
+def case_embedding(ctx, T, V, D):
+    ids, table = torch.randint(0, V, (T,), device=DEVICE), randn(V, D)
+    out = torch.empty(T, D, device=DEVICE, dtype=DTYPE)
+    run = ctx.xhal.op("xhal_embedding", ids, table, out)
+    peers = [("F.embedding", lambda: [_embedding(ids, table)])]
+    return run_case(ctx, lambda: (run, [out]), peers, [out], 2 * T * D * 2, "GB/s", "copy")
+
+
+def case_embedding_backward(ctx, T, V, D):
+    ids, dout = torch.randint(0, V, (T,), device=DEVICE), randn(T, D)
+    dtable = torch.empty(V, D, device=DEVICE, dtype=DTYPE)
+    run = ctx.xhal.op("xhal_embedding_backward", ids, dout, dtable, -1)
+    peers = autograd_peers(_embedding, (ids, randn(V, D)), [dout], (1,))
+    # read dout, write the table's gradient
+    return run_case(ctx, lambda: (run, [dtable]), peers, [dtable], (T + V) * D * 2, "GB/s", "copy")
+
+
 def measure_ceilings(ctx):
     src = torch.ones(GiB, dtype=torch.uint8, device=DEVICE)
     dst = torch.empty_like(src)
@@ -678,6 +715,8 @@ def run_cases(ctx, shapes):
     for T in shapes["rope"]:
         section(ctx, "rope_neox_backward", f"T{T} H32/8 D128", case_rope_backward, T)
     T, V = shapes["cross_entropy"]
+    section(ctx, "embedding", f"T{2 * T} V{V} D4096", case_embedding, 2 * T, V, 4096)
+    section(ctx, "embedding_backward", f"T{2 * T} V{V} D4096", case_embedding_backward, 2 * T, V, 4096)
     section(ctx, "cross_entropy", f"T{T} V{V}", case_cross_entropy, T, V)
     section(ctx, "cross_entropy_backward", f"T{T} V{V} in place", case_cross_entropy_backward, T, V)
     B, H, S = shapes["attention"]
@@ -688,6 +727,9 @@ def run_cases(ctx, shapes):
     section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
     for M, N, K in shapes["linear"]:
         section(ctx, "linear", f"{M}x{N}x{K}+b", case_linear, M, N, K)
+    for M, N, K in shapes["linear"]:
+        if M > 1:  # a training step's shapes (a decode step has no backward pass)
+            section(ctx, "linear_backward", f"{M}x{N}x{K}+b", case_linear_backward, M, N, K)
 
 
 def cpu_model():

@@ -31,7 +31,10 @@ extern "C" {
   OP(CROSS_ENTROPY, cross_entropy, xhal_cross_entropy_op_params)                    \
   OP(CROSS_ENTROPY_BACKWARD, cross_entropy_backward, xhal_cross_entropy_op_params)  \
   OP(ADAMW_STEP, adamw_step, xhal_adamw_op_params)                                  \
-  OP(GLOBAL_GRAD_NORM, global_grad_norm, xhal_grad_norm_op_params)
+  OP(GLOBAL_GRAD_NORM, global_grad_norm, xhal_grad_norm_op_params)                  \
+  OP(LINEAR_BACKWARD, linear_backward, void)                                        \
+  OP(EMBEDDING, embedding, void)                                                    \
+  OP(EMBEDDING_BACKWARD, embedding_backward, xhal_embedding_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -39,7 +42,8 @@ extern "C" {
  * the others of its family: rms_norm_backward and its fused form share dout, x|residual, weight,
  * dx, dweight at 0-4, the swiglu backward ops dout at 0, their input at 1 and its gradient at 3,
  * and rope_backward has rope's slots. cross_entropy_backward reads the forward's lse at the
- * forward's slot and its dloss at the forward's loss slot. A backward op's residual is the sum the forward left in it.
+ * forward's slot and its dloss at the forward's loss slot, embedding_backward its dout at the
+ * forward's out slot. A backward op's residual is the sum the forward left in it.
  * Optional tensors are NULL when absent. */
 #define XHAL_OP_TENSORS(TENSOR)                                                    \
   TENSOR(ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                                      \
@@ -121,7 +125,19 @@ extern "C" {
   TENSOR(ADAMW_STEP, GRAD_SCALE, grad_scale, 6, XHAL_ROLE_IN, 1)                   \
   TENSOR(GLOBAL_GRAD_NORM, GRAD, grad, 0, XHAL_ROLE_IN, 0)                         \
   TENSOR(GLOBAL_GRAD_NORM, NORM, norm, 1, XHAL_ROLE_OUT, 0)                        \
-  TENSOR(GLOBAL_GRAD_NORM, CLIP_SCALE, clip_scale, 2, XHAL_ROLE_OUT, 1)
+  TENSOR(GLOBAL_GRAD_NORM, CLIP_SCALE, clip_scale, 2, XHAL_ROLE_OUT, 1)            \
+  TENSOR(LINEAR_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                          \
+  TENSOR(LINEAR_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                                \
+  TENSOR(LINEAR_BACKWARD, W, w, 2, XHAL_ROLE_IN, 0)                                \
+  TENSOR(LINEAR_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 1)                             \
+  TENSOR(LINEAR_BACKWARD, DW, dw, 4, XHAL_ROLE_OUT, 1)                             \
+  TENSOR(LINEAR_BACKWARD, DBIAS, dbias, 5, XHAL_ROLE_OUT, 1)                       \
+  TENSOR(EMBEDDING, IDS, ids, 0, XHAL_ROLE_IN, 0)                                  \
+  TENSOR(EMBEDDING, TABLE, table, 1, XHAL_ROLE_IN, 0)                              \
+  TENSOR(EMBEDDING, OUT, out, 2, XHAL_ROLE_OUT, 0)                                 \
+  TENSOR(EMBEDDING_BACKWARD, IDS, ids, 0, XHAL_ROLE_IN, 0)                         \
+  TENSOR(EMBEDDING_BACKWARD, DOUT, dout, 2, XHAL_ROLE_IN, 0)                       \
+  TENSOR(EMBEDDING_BACKWARD, DTABLE, dtable, 3, XHAL_ROLE_OUT, 0)
 
 /* The most tensors one op has; a new op with more raises it (the core's call buffers use it). */
 #define XHAL_MAX_OP_TENSORS 16
@@ -182,6 +198,11 @@ typedef struct xhal_adamw_op_params {
   float beta1, beta2, eps, weight_decay;
   int64_t step; /* 1 for the first step: bias corrections 1 - beta^step */
 } xhal_adamw_op_params;
+
+typedef struct xhal_embedding_op_params {
+  uint32_t struct_size;
+  int64_t padding_idx; /* tokens with this id add nothing to the gradient; < 0: none */
+} xhal_embedding_op_params;
 
 typedef struct xhal_grad_norm_op_params {
   uint32_t struct_size;

@@ -138,5 +138,21 @@ void global_grad_norm(const TensorView& grad, const TensorView& norm, const Tens
 void rope_backward(const TensorView& dq, const TensorView& dk, const TensorView& positions,
                    const TensorView& cos_sin_cache, RopeStyle style, const Stream* stream = nullptr);
 
+// out[T,D] = the rows of table[V,D] picked by ids[T] (i32|i64). An id outside 0..V-1:
+// invalid_argument on the CPU (nothing written); on a GPU its row of out is NaN (docs/ops.md).
+void embedding(const TensorView& ids, const TensorView& table, const TensorView& out, const Stream* stream = nullptr);
+
+// Of embedding: dtable[V,D] = for each row v, the sum of dout[t] over the tokens with ids[t] == v
+// (in token order: the same bits run to run on every backend), zero for rows no token picked and
+// for padding_idx's (< 0: none). Written, not accumulated into.
+void embedding_backward(const TensorView& ids, const TensorView& dout, const TensorView& dtable,
+                        int64_t padding_idx = -1, const Stream* stream = nullptr);
+
+// Of linear, from dout[M,N] and the forward's x[M,K] and w[N,K]: dx[M,K] = dout @ w,
+// dw[N,K] = dout^T @ x and dbias[N] = dout summed over its rows. Each gradient is optional (null:
+// not computed), at least one is given; they are written, not accumulated into.
+void linear_backward(const TensorView& dout, const TensorView& x, const TensorView& w, const TensorView* dx,
+                     const TensorView* dw, const TensorView* dbias, const Stream* stream = nullptr);
+
 }  // namespace ops
 }  // namespace xhal

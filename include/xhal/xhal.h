@@ -102,6 +102,15 @@ xhal_status xhal_adamw_step(const DLTensor* param, const DLTensor* grad, const D
 xhal_status xhal_global_grad_norm(const DLTensor* grad, const DLTensor* norm, const DLTensor* clip_scale,
                                   float max_norm, void* stream);
 
+/* dx, dw and dbias may each be NULL (not computed); at least one is given. */
+xhal_status xhal_linear_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* w, const DLTensor* dx,
+                                 const DLTensor* dw, const DLTensor* dbias, void* stream);
+
+xhal_status xhal_embedding(const DLTensor* ids, const DLTensor* table, const DLTensor* out, void* stream);
+/* padding_idx < 0: none. */
+xhal_status xhal_embedding_backward(const DLTensor* ids, const DLTensor* dout, const DLTensor* dtable,
+                                    int64_t padding_idx, void* stream);
+
 /* Deterministic mode (XHAL_DETERMINISTIC) on (1) or off (0) for this process. */
 void xhal_set_deterministic(int32_t on);
 

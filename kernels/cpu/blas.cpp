@@ -53,6 +53,12 @@ void gemm_nn(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blasint(M), blasint(N), blasint(K), 1.0f, a, blasint(lda), b,
               blasint(ldb), accumulate ? 1.0f : 0.0f, c, blasint(ldc));
 }
+
+void gemm_tn(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+             int64_t ldc, bool accumulate) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blasint(M), blasint(N), blasint(K), 1.0f, a, blasint(lda), b,
+              blasint(ldb), accumulate ? 1.0f : 0.0f, c, blasint(ldc));
+}
 #endif
 
 }  // namespace xhal::cpu

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include <dlpack/dlpack.h>
+
 namespace xhal::cpu {
 
 // "OpenBLAS 0.3.21 (Haswell kernels, OpenMP)", or why there is none.
@@ -15,12 +17,19 @@ std::string blas_summary();
 // (Prescott, SSE3): on a 16-core AVX-512 Xeon, 0.2 TFLOP/s against 1.1 with OPENBLAS_CORETYPE set.
 std::string blas_kernels_warning();
 
+// The leading dimension BLAS needs for a 2-d tensor: its row stride, or the row length for a
+// single row (BLAS wants at least that even where it is never used).
+inline int64_t blas_leading_dim(const DLTensor* t) { return t->shape[0] > 1 ? t->strides[0] : t->shape[1]; }
+
 #if defined(XHAL_HAVE_BLAS)
 // c[M,N] = a[M,K] · b[N,K]ᵀ, plus c when `accumulate`.
 void gemm_nt(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
              int64_t ldc, bool accumulate);
 // c[M,N] = a[M,K] · b[K,N], plus c when `accumulate`.
 void gemm_nn(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+             int64_t ldc, bool accumulate);
+// c[M,N] = a[K,M]ᵀ · b[K,N], plus c when `accumulate`.
+void gemm_tn(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
              int64_t ldc, bool accumulate);
 #endif
 

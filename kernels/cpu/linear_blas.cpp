@@ -16,14 +16,11 @@ namespace {
 
 constexpr int64_t kPanel = 1024;  // rows of w converted per sgemm
 
-// The leading dimension BLAS needs: the row stride, or the row length for a single row.
-int64_t leading_dim(const DLTensor* t) { return t->shape[0] > 1 ? t->strides[0] : t->shape[1]; }
-
 // BLAS takes rows that do not overlap, in increasing order.
 const char* blas_supports(void*, const xhal_op_call* c) {
   for (int slot : {XHAL_LINEAR_X, XHAL_LINEAR_W, XHAL_LINEAR_OUT}) {
     const DLTensor* t = c->tensors[slot];
-    if (leading_dim(t) < std::max<int64_t>(1, t->shape[1])) return "rows overlap or run backwards";
+    if (blas_leading_dim(t) < std::max<int64_t>(1, t->shape[1])) return "rows overlap or run backwards";
   }
   return nullptr;
 }
@@ -45,14 +42,14 @@ struct LinearBlas {
           for (int64_t n = 0; n < N; ++n) *out.at(m, n) = bias_of(n);
         }
       }
-      gemm_nt(M, N, K, x.data, leading_dim(xt), w.data, leading_dim(wt), out.data, leading_dim(ot), bool(bias));
+      gemm_nt(M, N, K, x.data, blas_leading_dim(xt), w.data, blas_leading_dim(wt), out.data, blas_leading_dim(ot),
+              bool(bias));
       return XHAL_OK;
     } else {
       const int64_t panel = std::min(kPanel, N);
-      // (At least one float each: K may be 0.)
-      Scratch xf(c, size_t(std::max<int64_t>(1, M * K)) * sizeof(float));
-      Scratch wf(c, size_t(std::max<int64_t>(1, panel * K)) * sizeof(float));
-      Scratch of(c, size_t(M * panel) * sizeof(float));
+      Scratch xf(c, matrix_bytes(M, K));
+      Scratch wf(c, matrix_bytes(panel, K));
+      Scratch of(c, matrix_bytes(M, panel));
       if (xf.get() == nullptr || wf.get() == nullptr || of.get() == nullptr) {
         return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "linear: no memory for the f32 copies of x and w");
       }

@@ -36,6 +36,13 @@ inline int64_t checked_bytes(int64_t count, int64_t element) {
   return count < 0 || __builtin_mul_overflow(count, element, &bytes) ? -1 : bytes;
 }
 
+// Bytes of a rows x cols f32 matrix, at least one float (an empty matrix still gets a buffer, so
+// that a null one means refused), or -1 when the size overflows.
+inline int64_t matrix_bytes(int64_t rows, int64_t cols) {
+  const int64_t count = checked_bytes(rows, cols);
+  return count < 0 ? -1 : checked_bytes(std::max<int64_t>(count, 1), sizeof(float));
+}
+
 class Scratch {
  public:
   // `bytes` < 0 (an overflowed size) is refused like an allocation the allocator cannot make.

@@ -1,6 +1,6 @@
 // The runtime API names the kernels' launch code uses, for CUDA or HIP: error type and checks,
-// current device, device attributes, the dynamic shared memory opt-in. Host code compiled by a
-// plain C++ compiler may include it too. The device glue's names (memory, streams, events,
+// current device, device attributes, the dynamic shared memory opt-in, an async memset. Host code
+// compiled by a plain C++ compiler may include it too. The device glue's names (memory, streams, events,
 // properties, collectives) are the backends' own: backends/gpu/vendor_device_api.hpp.
 // HIP is chosen when hipcc compiles (__HIPCC__) or the HIP headers are set up for AMD
 // (__HIP_PLATFORM_AMD__, which the HIP plugin defines for its host code).
@@ -24,6 +24,7 @@ using gpuStream_t = hipStream_t;
 #define gpuFuncSetAttribute hipFuncSetAttribute
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
+#define gpuMemsetAsync hipMemsetAsync
 #else
 #include <cuda_runtime.h>
 
@@ -41,4 +42,5 @@ using gpuStream_t = cudaStream_t;
 #define gpuFuncSetAttribute cudaFuncSetAttribute
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+#define gpuMemsetAsync cudaMemsetAsync
 #endif

@@ -347,6 +347,40 @@ xhal_status xhal_global_grad_norm(const DLTensor* grad, const DLTensor* norm, co
   });
 }
 
+xhal_status xhal_linear_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* w, const DLTensor* dx,
+                                 const DLTensor* dw, const DLTensor* dbias, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::linear_backward;
+    auto d = view(dout, op, XHAL_LINEAR_BACKWARD_DOUT);
+    auto s = stream_for(d, stream);
+    auto dx_view = optional_view(dx, op, XHAL_LINEAR_BACKWARD_DX);
+    auto dw_view = optional_view(dw, op, XHAL_LINEAR_BACKWARD_DW);
+    auto dbias_view = optional_view(dbias, op, XHAL_LINEAR_BACKWARD_DBIAS);
+    xhal::ops::linear_backward(d, view(x, op, XHAL_LINEAR_BACKWARD_X), view(w, op, XHAL_LINEAR_BACKWARD_W),
+                               ptr(dx_view), ptr(dw_view), ptr(dbias_view), ptr(s));
+  });
+}
+
+xhal_status xhal_embedding(const DLTensor* ids, const DLTensor* table, const DLTensor* out, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::embedding;
+    auto o = view(out, op, XHAL_EMBEDDING_OUT);
+    auto s = stream_for(o, stream);
+    xhal::ops::embedding(view(ids, op, XHAL_EMBEDDING_IDS), view(table, op, XHAL_EMBEDDING_TABLE), o, ptr(s));
+  });
+}
+
+xhal_status xhal_embedding_backward(const DLTensor* ids, const DLTensor* dout, const DLTensor* dtable,
+                                    int64_t padding_idx, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::embedding_backward;
+    auto d = view(dtable, op, XHAL_EMBEDDING_BACKWARD_DTABLE);
+    auto s = stream_for(d, stream);
+    xhal::ops::embedding_backward(view(ids, op, XHAL_EMBEDDING_BACKWARD_IDS),
+                                  view(dout, op, XHAL_EMBEDDING_BACKWARD_DOUT), d, padding_idx, ptr(s));
+  });
+}
+
 void xhal_set_deterministic(int32_t on) { xhal::registry::set_deterministic(on != 0); }
 
 xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out) {

@@ -290,4 +290,15 @@ std::vector<double> linear(const std::vector<double>& x, const std::vector<doubl
   return out;
 }
 
+std::vector<double> embedding(const std::vector<int64_t>& ids, const std::vector<double>& table, int64_t D) {
+  require(D > 0 && table.size() % sz(D) == 0, "embedding: table must be [V,D]");
+  const int64_t V = int64_t(table.size()) / D;
+  std::vector<double> out;
+  for (const int64_t id : ids) {
+    require(id >= 0 && id < V, "embedding: ids must be in 0..V-1");
+    out.insert(out.end(), table.begin() + long(id * D), table.begin() + long((id + 1) * D));
+  }
+  return out;
+}
+
 }  // namespace xhal::golden

@@ -91,6 +91,9 @@ void rope(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t
 std::vector<double> linear(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& bias,
                            int64_t M, int64_t N, int64_t K);
 
+// table[V,D], ids[T] in 0..V-1 -> out[T,D] = the rows ids picks.
+std::vector<double> embedding(const std::vector<int64_t>& ids, const std::vector<double>& table, int64_t D);
+
 struct CrossEntropyResult {
   std::vector<double> loss, lse;  // [T] each
 };

@@ -81,4 +81,35 @@ std::vector<double> cross_entropy_backward(const std::vector<double>& logits, co
   return d;
 }
 
+LinearGradients linear_backward(const std::vector<double>& dout, const std::vector<double>& x,
+                                const std::vector<double>& w, int64_t M, int64_t N, int64_t K) {
+  require(dout.size() == sz(M * N) && x.size() == sz(M * K) && w.size() == sz(N * K),
+          "linear_backward: dout must be [M,N], x [M,K] and w [N,K]");
+  LinearGradients g{std::vector<double>(sz(M * K), 0.0), std::vector<double>(sz(N * K), 0.0),
+                    std::vector<double>(sz(N), 0.0)};
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      const double d = dout[sz(m * N + n)];
+      g.dbias[sz(n)] += d;
+      for (int64_t k = 0; k < K; ++k) {
+        g.dx[sz(m * K + k)] += d * w[sz(n * K + k)];
+        g.dw[sz(n * K + k)] += d * x[sz(m * K + k)];
+      }
+    }
+  }
+  return g;
+}
+
+std::vector<double> embedding_backward(const std::vector<int64_t>& ids, const std::vector<double>& dout, int64_t V,
+                                       int64_t D, int64_t padding_idx) {
+  require(dout.size() == ids.size() * sz(D), "embedding_backward: dout must be [T,D] with T = ids.size()");
+  std::vector<double> dtable(sz(V * D), 0.0);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    require(ids[t] >= 0 && ids[t] < V, "embedding_backward: ids must be in 0..V-1");
+    if (ids[t] == padding_idx) continue;
+    for (int64_t d = 0; d < D; ++d) dtable[sz(ids[t] * D + d)] += dout[t * sz(D) + sz(d)];
+  }
+  return dtable;
+}
+
 }  // namespace xhal::golden

@@ -40,4 +40,20 @@ std::vector<double> cross_entropy_backward(const std::vector<double>& logits, co
                                            int64_t V, const std::vector<double>& dloss, int64_t ignore_index,
                                            double label_smoothing, double z_loss);
 
+struct LinearGradients {
+  std::vector<double> dx;  // [M,K]
+  std::vector<double> dw;  // [N,K]
+  std::vector<double> dbias;  // [N]
+};
+
+// Of linear(x[M,K], w[N,K], bias[N]) from dout[M,N]: dx = dout w, dw = dout^T x, dbias = the column
+// sums of dout.
+LinearGradients linear_backward(const std::vector<double>& dout, const std::vector<double>& x,
+                                const std::vector<double>& w, int64_t M, int64_t N, int64_t K);
+
+// Of embedding from dout[T,D]: dtable[V,D] row v = the sum of dout[t] over the tokens with
+// ids[t] == v, zero for rows no token picked and for padding_idx (< 0: none).
+std::vector<double> embedding_backward(const std::vector<int64_t>& ids, const std::vector<double>& dout, int64_t V,
+                                       int64_t D, int64_t padding_idx);
+
 }  // namespace xhal::golden

@@ -1,0 +1,140 @@
+#include "cublaslt_matmul.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace xhal::cuda {
+namespace {
+
+// cuBLASLt statuses as xhal statuses, with "<what>: cuBLASLt status <n>" written to msg.
+xhal_status check(cublasStatus_t status, const char* what, char* msg, size_t len) {
+  if (status == CUBLAS_STATUS_SUCCESS) return XHAL_OK;
+  std::snprintf(msg, len, "%s: cuBLASLt status %d", what, int(status));
+  switch (status) {
+    case CUBLAS_STATUS_ALLOC_FAILED: return XHAL_ERR_OUT_OF_MEMORY;
+    case CUBLAS_STATUS_INVALID_VALUE: return XHAL_ERR_INVALID_ARGUMENT;
+    case CUBLAS_STATUS_NOT_SUPPORTED: return XHAL_ERR_UNSUPPORTED;
+    default: return XHAL_ERR_DEVICE;
+  }
+}
+
+constexpr size_t kWorkspace = size_t(32) << 20;
+
+// One cuBLASLt handle per device, created on first use.
+cublasLtHandle_t handle_for(int device) {
+  static std::mutex mutex;
+  static std::map<int, cublasLtHandle_t> handles;
+  std::lock_guard lock(mutex);
+  auto& h = handles[device];
+  if (h == nullptr && cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) h = nullptr;
+  return h;
+}
+
+cudaDataType_t cuda_type(xhal_dtype dtype) {
+  return dtype == XHAL_DTYPE_F32 ? CUDA_R_32F : dtype == XHAL_DTYPE_F16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+// RAII for the cuBLASLt descriptors of one call.
+struct Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Descriptors() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+template <class V>
+xhal_status set(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t attribute, const V& value, const char* what,
+                char* msg, size_t len) {
+  return check(cublasLtMatmulDescSetAttribute(op, attribute, &value, sizeof value), what, msg, len);
+}
+
+// The heuristic's choice is cached per problem: asking costs tens of microseconds.
+using AlgoKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool>;
+
+}  // namespace
+
+xhal_status run_matmul(const xhal_op_call* call, const Matmul& mm, char* msg, size_t len) {
+  cudaSetDevice(call->device);
+  cublasLtHandle_t handle = handle_for(call->device);
+  if (handle == nullptr) return check(CUBLAS_STATUS_NOT_INITIALIZED, "cublasLtCreate", msg, len);
+  const cudaDataType_t type = cuda_type(call->dtype);
+  Descriptors d;
+  xhal_status s = check(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc", msg, len);
+  if (s == XHAL_OK) s = set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, mm.trans_a, "TRANSA", msg, len);
+  if (s == XHAL_OK) s = set(d.op, CUBLASLT_MATMUL_DESC_TRANSB, mm.trans_b, "TRANSB", msg, len);
+  if (s == XHAL_OK && mm.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    s = set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, mm.epilogue, "EPILOGUE", msg, len);
+    if (s == XHAL_OK) s = set(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, mm.bias, "BIAS_POINTER", msg, len);
+  }
+  // Stored shapes: op N keeps [rows, cols] = [m, k] for A and [k, n] for B; op T swaps them.
+  const bool ta = mm.trans_a != CUBLAS_OP_N, tb = mm.trans_b != CUBLAS_OP_N;
+  if (s == XHAL_OK)
+    s = check(cublasLtMatrixLayoutCreate(&d.a, type, ta ? mm.k : mm.m, ta ? mm.m : mm.k, mm.lda), "layout A", msg, len);
+  if (s == XHAL_OK)
+    s = check(cublasLtMatrixLayoutCreate(&d.b, type, tb ? mm.n : mm.k, tb ? mm.k : mm.n, mm.ldb), "layout B", msg, len);
+  if (s == XHAL_OK) s = check(cublasLtMatrixLayoutCreate(&d.d, type, mm.m, mm.n, mm.ldd), "layout D", msg, len);
+  if (s != XHAL_OK) return s;
+
+  static std::mutex cache_mutex;
+  static std::map<AlgoKey, cublasLtMatmulAlgo_t> cache;
+  const AlgoKey key{call->device, int(call->dtype), int(mm.trans_a),  int(mm.trans_b),   mm.m, mm.n, mm.k, mm.lda,
+                    mm.ldb,       mm.ldd,           int(mm.epilogue), mm.bias != nullptr};
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;
+  {
+    std::lock_guard lock(cache_mutex);
+    if (auto it = cache.find(key); it != cache.end()) algo = it->second, found = true;
+  }
+  if (!found) {
+    s = check(cublasLtMatmulPreferenceCreate(&d.pref), "preference", msg, len);
+    const size_t workspace = kWorkspace;
+    if (s == XHAL_OK)
+      s = check(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                     sizeof workspace),
+                "workspace pref", msg, len);
+    // A split reduction (split-K) adds its partial sums in f32: the in-place and output-type schemes
+    // add them in the output's dtype, which for f16 and bf16 loses the f32 accumulation's accuracy
+    // (dbias over 1000 rows was off by 0.026 in f16).
+    const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    if (s == XHAL_OK)
+      s = check(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+                                                     sizeof reductions),
+                "reduction scheme pref", msg, len);
+    cublasLtMatmulHeuristicResult_t result{};
+    int count = 0;
+    if (s == XHAL_OK)
+      s = check(cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.d, d.d, d.pref, 1, &result, &count),
+                "heuristic", msg, len);
+    if (s == XHAL_OK && count == 0)
+      s = check(CUBLAS_STATUS_NOT_SUPPORTED, "no cuBLASLt algorithm for this shape", msg, len);
+    if (s != XHAL_OK) return s;
+    algo = result.algo;
+    std::lock_guard lock(cache_mutex);
+    cache[key] = algo;
+  }
+  void* workspace = nullptr;
+  if (const xhal_status refused =
+          call->host->scratch_alloc(call->host->ctx, call->device, kWorkspace, call->stream, &workspace, msg, len);
+      refused != XHAL_OK) {
+    return refused;  // the allocator's message names the request
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  s = check(cublasLtMatmul(handle, d.op, &alpha, mm.a, d.a, mm.b, d.b, &beta, mm.d, d.d, mm.d, d.d, &algo, workspace,
+                           kWorkspace, static_cast<cudaStream_t>(call->stream)),
+            "cublasLtMatmul", msg, len);
+  // The allocator is stream-ordered: the workspace is reused on this stream only after the matmul.
+  call->host->scratch_free(call->host->ctx, call->device, workspace);
+  return s;
+}
+
+}  // namespace xhal::cuda
