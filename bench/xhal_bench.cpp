@@ -441,6 +441,26 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         });
   }
 
+  // attention_backward: dq, dk, dv from dout and the forward's out and lse, which the setup runs
+  // once. Its flops are 2.5 times the forward's (five matrix products of the forward's size instead
+  // of two: S, dP, dV, dQ, dK); it reads q, k, v, out, dout and writes dq, dk, dv.
+  for (bool causal : {true, false}) {
+    const double flops = 2.5 * 4.0 * B * H * S * S * D / (causal ? 2.0 : 1.0);
+    add(fmt::format("attention_backward/{}/B{}_H{}_S{}_D{}/{}", causal ? "causal" : "full", B, H, S, D, tn),
+        8.0 * B * S * H * D * e, flops, Bound::compute, [=] {
+          Tensor q = random_tensor({B, S, H, D}, dt, dev), k = random_tensor({B, S, H, D}, dt, dev);
+          Tensor v = random_tensor({B, S, H, D}, dt, dev), out = Tensor::empty({B, S, H, D}, dt, dev);
+          Tensor dout = random_tensor({B, S, H, D}, dt, dev), lse = Tensor::empty({B, H, S}, DType::f32, dev);
+          Tensor dq = Tensor::empty({B, S, H, D}, dt, dev), dk = Tensor::empty({B, S, H, D}, dt, dev);
+          Tensor dv = Tensor::empty({B, S, H, D}, dt, dev);
+          const xhal::AttentionParams params{.causal = causal};
+          const xhal::TensorView lse_view = lse;
+          xhal::ops::attention(q, k, v, out, params, &lse_view);
+          return std::function<void()>(
+              [=] { xhal::ops::attention_backward(dout, q, k, v, out, lse, dq, dk, dv, params); });
+        });
+  }
+
   // attention_varlen: a packed prefill batch of unequal prompts, causal within each.
   std::vector<int32_t> cu{0};
   double varlen_flops = 0;
@@ -456,6 +476,21 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         Tensor cu_t = i32_tensor(cu, {int64_t(cu.size())}, dev);
         return std::function<void()>(
             [=] { xhal::ops::attention_varlen(q, k, v, cu_t, cu_t, max_len, max_len, out, {.causal = true}); });
+      });
+  add(fmt::format("attention_varlen_backward/causal/{}seqs_T{}_H{}_D{}/{}", s.varlen_seqs.size(), total, H, D, tn),
+      8.0 * total * H * D * e, 2.5 * varlen_flops, Bound::compute, [=] {
+        Tensor q = random_tensor({total, H, D}, dt, dev), k = random_tensor({total, H, D}, dt, dev);
+        Tensor v = random_tensor({total, H, D}, dt, dev), out = Tensor::empty({total, H, D}, dt, dev);
+        Tensor dout = random_tensor({total, H, D}, dt, dev), lse = Tensor::empty({H, total}, DType::f32, dev);
+        Tensor dq = Tensor::empty({total, H, D}, dt, dev), dk = Tensor::empty({total, H, D}, dt, dev);
+        Tensor dv = Tensor::empty({total, H, D}, dt, dev);
+        Tensor cu_t = i32_tensor(cu, {int64_t(cu.size())}, dev);
+        const xhal::TensorView lse_view = lse;
+        xhal::ops::attention_varlen(q, k, v, cu_t, cu_t, max_len, max_len, out, {.causal = true}, &lse_view);
+        return std::function<void()>([=] {
+          xhal::ops::attention_varlen_backward(dout, q, k, v, cu_t, cu_t, max_len, max_len, out, lse, dq, dk, dv,
+                                               {.causal = true});
+        });
       });
 
   // paged_attention: decode, every sequence at the full context, pages shuffled across the pool.

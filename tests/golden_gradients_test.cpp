@@ -92,6 +92,37 @@ TEST(GoldenGradients, Embedding) {
   EXPECT_EQ(padded[0], embedding_backward(ids, dout, V, D, -1)[0]);
 }
 
+TEST(GoldenGradients, Attention) {
+  std::mt19937 rng(13);
+  const int64_t B = 1, Sq = 5, Sk = 7, Hq = 4, Hkv = 2, D = 3, Dv = 2;  // GQA, Dv != D, Sq < Sk
+  const auto q = random_values(size_t(B * Sq * Hq * D), rng), k = random_values(size_t(B * Sk * Hkv * D), rng);
+  const auto v = random_values(size_t(B * Sk * Hkv * Dv), rng), dout = random_values(size_t(B * Sq * Hq * Dv), rng);
+  for (const AttentionMask& mask : {AttentionMask{0.6, false}, AttentionMask{0.6, true, -1, -1, 0},
+                                    AttentionMask{0.9, true, 2, -1, 1.5}, AttentionMask{0.5, false, 1, 1, 0}}) {
+    const auto out = [&](const std::vector<double>& qv, const std::vector<double>& kv, const std::vector<double>& vv) {
+      return attention(qv, kv, vv, B, Sq, Sk, Hq, Hkv, D, Dv, mask).out;
+    };
+    const AttentionGradients g = attention_backward(dout, q, k, v, B, Sq, Sk, Hq, Hkv, D, Dv, mask);
+    expect_gradient(
+        q, g.dq, [&](const std::vector<double>& x) { return dot(dout, out(x, k, v)); }, "dq");
+    expect_gradient(
+        k, g.dk, [&](const std::vector<double>& x) { return dot(dout, out(q, x, v)); }, "dk");
+    expect_gradient(
+        v, g.dv, [&](const std::vector<double>& x) { return dot(dout, out(q, k, x)); }, "dv");
+  }
+  // varlen: each sequence as its own batched attention.
+  const std::vector<int64_t> cu_q = {0, 2, 5}, cu_k = {0, 3, 7};
+  const AttentionMask causal{0.6, true};
+  const auto gv = attention_varlen_backward(dout, q, k, v, cu_q, cu_k, Hq, Hkv, D, Dv, causal);
+  const auto outv = [&](const std::vector<double>& qv, const std::vector<double>& kv, const std::vector<double>& vv) {
+    return attention_varlen(qv, kv, vv, cu_q, cu_k, Hq, Hkv, D, Dv, causal).out;
+  };
+  expect_gradient(
+      q, gv.dq, [&](const std::vector<double>& x) { return dot(dout, outv(x, k, v)); }, "varlen dq");
+  expect_gradient(
+      k, gv.dk, [&](const std::vector<double>& x) { return dot(dout, outv(q, x, v)); }, "varlen dk");
+}
+
 TEST(GoldenGradients, CrossEntropy) {
   std::mt19937 rng(10);
   const int64_t T = 4, V = 9;

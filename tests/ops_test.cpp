@@ -245,6 +245,28 @@ const std::vector<BadCall>& bad_calls() {
          auto bias = b.f32({7});
          ops::linear(b.f32({4, 64}), b.f32({8, 64}), &bias, b.o32({4, 8}));
        }},
+      // attention_backward
+      {"lse dtype", Errc::invalid_argument, "attention_backward", "lse",
+       [](Buffers& b) {
+         ops::attention_backward(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 1, 8}), b.f32({1, 4, 1, 8}),
+                                 b.f32({1, 4, 2, 8}), b.bf16({1, 2, 4}), b.o32({1, 4, 2, 8}),
+                                 TensorView(b.out.data() + 64, DType::f32, V{1, 4, 1, 8}),
+                                 TensorView(b.out.data() + 96, DType::f32, V{1, 4, 1, 8}));
+       }},
+      {"dk shape", Errc::invalid_argument, "attention_backward", "dk",
+       [](Buffers& b) {
+         ops::attention_backward(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.f32({1, 4, 1, 8}), b.f32({1, 4, 1, 8}),
+                                 b.f32({1, 4, 2, 8}), b.f32({1, 2, 4}), b.o32({1, 4, 2, 8}),
+                                 TensorView(b.out.data() + 64, DType::f32, V{1, 4, 2, 8}),
+                                 TensorView(b.out.data() + 128, DType::f32, V{1, 4, 1, 8}));
+       }},
+      {"dout shape", Errc::invalid_argument, "attention_varlen_backward", "dout",
+       [](Buffers& b) {
+         ops::attention_varlen_backward(b.f32({5, 2, 8}), b.f32({4, 2, 8}), b.f32({4, 1, 8}), b.f32({4, 1, 8}),
+                                        b.i32({2}), b.i32({2}), 4, 4, b.f32({4, 2, 8}), b.f32({2, 4}), b.o32({4, 2, 8}),
+                                        TensorView(b.out.data() + 64, DType::f32, V{4, 1, 8}),
+                                        TensorView(b.out.data() + 96, DType::f32, V{4, 1, 8}));
+       }},
       // embedding
       {"ids dtype", Errc::invalid_argument, "embedding", "ids",
        [](Buffers& b) {

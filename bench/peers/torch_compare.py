@@ -76,6 +76,7 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_cross_entropy": [_P, _P, _P, _P, ctypes.c_int64, ctypes.c_float, ctypes.c_float, _P],
     "xhal_cross_entropy_backward": [_P, _P, _P, _P, _P, ctypes.c_int64, ctypes.c_float, ctypes.c_float, _P],
     "xhal_linear_backward": [_P, _P, _P, _P, _P, _P, _P],
+    "xhal_attention_backward": [_P, _P, _P, _P, _P, _P, _P, _P, _P, _PARAMS, _P],
     "xhal_embedding": [_P, _P, _P, _P],
     "xhal_embedding_backward": [_P, _P, _P, ctypes.c_int64, _P],
 }
@@ -439,6 +440,35 @@ def case_attention(ctx, B, H, S, D, causal):
     return run_case(ctx, lambda: (run, [out]), peers, [out], flops, "TFLOP/s", "gemm")
 
 
+def sdpa_backward_peers(q, k, v, dout, causal):
+    """dq, dk, dv by autograd through SDPA under each backend (GPU) or its own choice (CPU): the
+    forward runs once, under the backend, and the backward alone is timed."""
+    def peer(backend):
+        leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+        if backend is None:
+            out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+        else:
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+        return lambda: list(torch.autograd.grad(out, leaves, dout, retain_graph=True))
+    if on_cuda():
+        return [("sdpa flash", peer(SDPBackend.FLASH_ATTENTION)), ("sdpa cudnn", peer(SDPBackend.CUDNN_ATTENTION))]
+    return [("sdpa", peer(None))]
+
+
+def case_attention_backward(ctx, B, H, S, D, causal):
+    q, k, v, dout = randn(B, H, S, D), randn(B, H, S, D), randn(B, H, S, D), randn(B, H, S, D)
+    out, lse = torch.empty_like(q), torch.empty(B, H, S, device=DEVICE, dtype=torch.float32)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    t = lambda x: x.transpose(1, 2)  # xhal's [B,S,H,D] views of torch's [B,H,S,D] tensors
+    params = ctx.xhal.attention_params(causal)
+    ctx.xhal.op("xhal_attention", t(q), t(k), t(v), t(out), params, lse)()
+    run = ctx.xhal.op("xhal_attention_backward", t(dout), t(q), t(k), t(v), t(out), lse, t(dq), t(dk), t(dv), params)
+    flops = 10 * B * H * S * S * D // (2 if causal else 1)  # 2.5 times the forward's
+    return run_case(ctx, lambda: (run, [dq, dk, dv]), sdpa_backward_peers(q, k, v, dout, causal), [dq, dk, dv],
+                    flops, "TFLOP/s", "gemm")
+
+
 def case_paged(ctx, B, Hq, Hkv, L, D, block_size=16):
     per_seq = L // block_size
     num_blocks = B * per_seq
@@ -723,6 +753,9 @@ def run_cases(ctx, shapes):
     for causal in (True, False):
         section(ctx, "attention", f"B{B} H{H} S{S} D128 {'causal' if causal else 'full'}",
                 case_attention, B, H, S, 128, causal)
+    for causal in (True, False):
+        section(ctx, "attention_backward", f"B{B} H{H} S{S} D128 {'causal' if causal else 'full'}",
+                case_attention_backward, B, H, S, 128, causal)
     B, L = shapes["paged"]
     section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
     for M, N, K in shapes["linear"]:

@@ -34,7 +34,9 @@ extern "C" {
   OP(GLOBAL_GRAD_NORM, global_grad_norm, xhal_grad_norm_op_params)                  \
   OP(LINEAR_BACKWARD, linear_backward, void)                                        \
   OP(EMBEDDING, embedding, void)                                                    \
-  OP(EMBEDDING_BACKWARD, embedding_backward, xhal_embedding_op_params)
+  OP(EMBEDDING_BACKWARD, embedding_backward, xhal_embedding_op_params)              \
+  OP(ATTENTION_BACKWARD, attention_backward, xhal_attention_op_params)              \
+  OP(ATTENTION_VARLEN_BACKWARD, attention_varlen_backward, xhal_attention_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -43,101 +45,123 @@ extern "C" {
  * dx, dweight at 0-4, the swiglu backward ops dout at 0, their input at 1 and its gradient at 3,
  * and rope_backward has rope's slots. cross_entropy_backward reads the forward's lse at the
  * forward's slot and its dloss at the forward's loss slot, embedding_backward its dout at the
- * forward's out slot. A backward op's residual is the sum the forward left in it.
+ * forward's out slot; the attention backward ops read the forward's tensors at its slots (so the
+ * forward kernels' row accessors serve them) and their gradients at 7-10. A backward op's
+ * residual is the sum the forward left in it.
  * Optional tensors are NULL when absent. */
-#define XHAL_OP_TENSORS(TENSOR)                                                    \
-  TENSOR(ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                                      \
-  TENSOR(ATTENTION, K, k, 1, XHAL_ROLE_IN, 0)                                      \
-  TENSOR(ATTENTION, V, v, 2, XHAL_ROLE_IN, 0)                                      \
-  TENSOR(ATTENTION, OUT, out, 3, XHAL_ROLE_OUT, 0)                                 \
-  TENSOR(ATTENTION, LSE, lse, 4, XHAL_ROLE_OUT, 1)                                 \
-  TENSOR(ATTENTION_VARLEN, Q, q, 0, XHAL_ROLE_IN, 0)                               \
-  TENSOR(ATTENTION_VARLEN, K, k, 1, XHAL_ROLE_IN, 0)                               \
-  TENSOR(ATTENTION_VARLEN, V, v, 2, XHAL_ROLE_IN, 0)                               \
-  TENSOR(ATTENTION_VARLEN, CU_SEQLENS_Q, cu_seqlens_q, 5, XHAL_ROLE_IN, 0)         \
-  TENSOR(ATTENTION_VARLEN, CU_SEQLENS_K, cu_seqlens_k, 6, XHAL_ROLE_IN, 0)         \
-  TENSOR(ATTENTION_VARLEN, OUT, out, 3, XHAL_ROLE_OUT, 0)                          \
-  TENSOR(ATTENTION_VARLEN, LSE, lse, 4, XHAL_ROLE_OUT, 1)                          \
-  TENSOR(PAGED_ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                                \
-  TENSOR(PAGED_ATTENTION, K_CACHE, k_cache, 1, XHAL_ROLE_IN, 0)                    \
-  TENSOR(PAGED_ATTENTION, V_CACHE, v_cache, 2, XHAL_ROLE_IN, 0)                    \
-  TENSOR(PAGED_ATTENTION, BLOCK_TABLE, block_table, 5, XHAL_ROLE_IN, 0)            \
-  TENSOR(PAGED_ATTENTION, SEQ_LENS, seq_lens, 6, XHAL_ROLE_IN, 0)                  \
-  TENSOR(PAGED_ATTENTION, OUT, out, 3, XHAL_ROLE_OUT, 0)                           \
-  TENSOR(RMS_NORM, X, x, 0, XHAL_ROLE_IN, 0)                                       \
-  TENSOR(RMS_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                             \
-  TENSOR(RMS_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                                  \
-  TENSOR(FUSED_ADD_RMS_NORM, X, x, 0, XHAL_ROLE_IN, 0)                             \
-  TENSOR(FUSED_ADD_RMS_NORM, RESIDUAL, residual, 3, XHAL_ROLE_INOUT, 0)            \
-  TENSOR(FUSED_ADD_RMS_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                   \
-  TENSOR(FUSED_ADD_RMS_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                        \
-  TENSOR(SWIGLU, GATE, gate, 0, XHAL_ROLE_IN, 0)                                   \
-  TENSOR(SWIGLU, UP, up, 1, XHAL_ROLE_IN, 0)                                       \
-  TENSOR(SWIGLU, OUT, out, 2, XHAL_ROLE_OUT, 0)                                    \
-  TENSOR(SWIGLU_PACKED, X, x, 0, XHAL_ROLE_IN, 0)                                  \
-  TENSOR(SWIGLU_PACKED, OUT, out, 2, XHAL_ROLE_OUT, 0)                             \
-  TENSOR(ROPE, Q, q, 0, XHAL_ROLE_INOUT, 0)                                        \
-  TENSOR(ROPE, K, k, 1, XHAL_ROLE_INOUT, 0)                                        \
-  TENSOR(ROPE, POSITIONS, positions, 2, XHAL_ROLE_IN, 0)                           \
-  TENSOR(ROPE, COS_SIN_CACHE, cos_sin_cache, 3, XHAL_ROLE_IN, 0)                   \
-  TENSOR(LINEAR, X, x, 0, XHAL_ROLE_IN, 0)                                         \
-  TENSOR(LINEAR, W, w, 1, XHAL_ROLE_IN, 0)                                         \
-  TENSOR(LINEAR, BIAS, bias, 2, XHAL_ROLE_IN, 1)                                   \
-  TENSOR(LINEAR, OUT, out, 3, XHAL_ROLE_OUT, 0)                                    \
-  TENSOR(RMS_NORM_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                        \
-  TENSOR(RMS_NORM_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                              \
-  TENSOR(RMS_NORM_BACKWARD, WEIGHT, weight, 2, XHAL_ROLE_IN, 0)                    \
-  TENSOR(RMS_NORM_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 0)                           \
-  TENSOR(RMS_NORM_BACKWARD, DWEIGHT, dweight, 4, XHAL_ROLE_OUT, 0)                 \
-  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)              \
-  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, RESIDUAL, residual, 1, XHAL_ROLE_IN, 0)      \
-  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, WEIGHT, weight, 2, XHAL_ROLE_IN, 0)          \
-  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DRESIDUAL, dresidual, 5, XHAL_ROLE_INOUT, 0) \
-  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 0)                 \
-  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DWEIGHT, dweight, 4, XHAL_ROLE_OUT, 0)       \
-  TENSOR(SWIGLU_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                          \
-  TENSOR(SWIGLU_BACKWARD, GATE, gate, 1, XHAL_ROLE_IN, 0)                          \
-  TENSOR(SWIGLU_BACKWARD, UP, up, 2, XHAL_ROLE_IN, 0)                              \
-  TENSOR(SWIGLU_BACKWARD, DGATE, dgate, 3, XHAL_ROLE_OUT, 0)                       \
-  TENSOR(SWIGLU_BACKWARD, DUP, dup, 4, XHAL_ROLE_OUT, 0)                           \
-  TENSOR(SWIGLU_PACKED_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                   \
-  TENSOR(SWIGLU_PACKED_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                         \
-  TENSOR(SWIGLU_PACKED_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 0)                      \
-  TENSOR(ROPE_BACKWARD, DQ, dq, 0, XHAL_ROLE_INOUT, 0)                             \
-  TENSOR(ROPE_BACKWARD, DK, dk, 1, XHAL_ROLE_INOUT, 0)                             \
-  TENSOR(ROPE_BACKWARD, POSITIONS, positions, 2, XHAL_ROLE_IN, 0)                  \
-  TENSOR(ROPE_BACKWARD, COS_SIN_CACHE, cos_sin_cache, 3, XHAL_ROLE_IN, 0)          \
-  TENSOR(CROSS_ENTROPY, LOGITS, logits, 0, XHAL_ROLE_IN, 0)                        \
-  TENSOR(CROSS_ENTROPY, LABELS, labels, 1, XHAL_ROLE_IN, 0)                        \
-  TENSOR(CROSS_ENTROPY, LOSS, loss, 2, XHAL_ROLE_OUT, 0)                           \
-  TENSOR(CROSS_ENTROPY, LSE, lse, 3, XHAL_ROLE_OUT, 0)                             \
-  TENSOR(CROSS_ENTROPY_BACKWARD, LOGITS, logits, 0, XHAL_ROLE_IN, 0)               \
-  TENSOR(CROSS_ENTROPY_BACKWARD, LABELS, labels, 1, XHAL_ROLE_IN, 0)               \
-  TENSOR(CROSS_ENTROPY_BACKWARD, LSE, lse, 3, XHAL_ROLE_IN, 0)                     \
-  TENSOR(CROSS_ENTROPY_BACKWARD, DLOSS, dloss, 2, XHAL_ROLE_IN, 0)                 \
-  TENSOR(CROSS_ENTROPY_BACKWARD, DLOGITS, dlogits, 4, XHAL_ROLE_OUT, 0)            \
-  TENSOR(ADAMW_STEP, PARAM, param, 0, XHAL_ROLE_INOUT, 0)                          \
-  TENSOR(ADAMW_STEP, GRAD, grad, 1, XHAL_ROLE_IN, 0)                               \
-  TENSOR(ADAMW_STEP, EXP_AVG, exp_avg, 2, XHAL_ROLE_INOUT, 0)                      \
-  TENSOR(ADAMW_STEP, EXP_AVG_SQ, exp_avg_sq, 3, XHAL_ROLE_INOUT, 0)                \
-  TENSOR(ADAMW_STEP, MASTER, master, 4, XHAL_ROLE_INOUT, 1)                        \
-  TENSOR(ADAMW_STEP, LR, lr, 5, XHAL_ROLE_IN, 1)                                   \
-  TENSOR(ADAMW_STEP, GRAD_SCALE, grad_scale, 6, XHAL_ROLE_IN, 1)                   \
-  TENSOR(GLOBAL_GRAD_NORM, GRAD, grad, 0, XHAL_ROLE_IN, 0)                         \
-  TENSOR(GLOBAL_GRAD_NORM, NORM, norm, 1, XHAL_ROLE_OUT, 0)                        \
-  TENSOR(GLOBAL_GRAD_NORM, CLIP_SCALE, clip_scale, 2, XHAL_ROLE_OUT, 1)            \
-  TENSOR(LINEAR_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                          \
-  TENSOR(LINEAR_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                                \
-  TENSOR(LINEAR_BACKWARD, W, w, 2, XHAL_ROLE_IN, 0)                                \
-  TENSOR(LINEAR_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 1)                             \
-  TENSOR(LINEAR_BACKWARD, DW, dw, 4, XHAL_ROLE_OUT, 1)                             \
-  TENSOR(LINEAR_BACKWARD, DBIAS, dbias, 5, XHAL_ROLE_OUT, 1)                       \
-  TENSOR(EMBEDDING, IDS, ids, 0, XHAL_ROLE_IN, 0)                                  \
-  TENSOR(EMBEDDING, TABLE, table, 1, XHAL_ROLE_IN, 0)                              \
-  TENSOR(EMBEDDING, OUT, out, 2, XHAL_ROLE_OUT, 0)                                 \
-  TENSOR(EMBEDDING_BACKWARD, IDS, ids, 0, XHAL_ROLE_IN, 0)                         \
-  TENSOR(EMBEDDING_BACKWARD, DOUT, dout, 2, XHAL_ROLE_IN, 0)                       \
-  TENSOR(EMBEDDING_BACKWARD, DTABLE, dtable, 3, XHAL_ROLE_OUT, 0)
+#define XHAL_OP_TENSORS(TENSOR)                                                     \
+  TENSOR(ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                                       \
+  TENSOR(ATTENTION, K, k, 1, XHAL_ROLE_IN, 0)                                       \
+  TENSOR(ATTENTION, V, v, 2, XHAL_ROLE_IN, 0)                                       \
+  TENSOR(ATTENTION, OUT, out, 3, XHAL_ROLE_OUT, 0)                                  \
+  TENSOR(ATTENTION, LSE, lse, 4, XHAL_ROLE_OUT, 1)                                  \
+  TENSOR(ATTENTION_VARLEN, Q, q, 0, XHAL_ROLE_IN, 0)                                \
+  TENSOR(ATTENTION_VARLEN, K, k, 1, XHAL_ROLE_IN, 0)                                \
+  TENSOR(ATTENTION_VARLEN, V, v, 2, XHAL_ROLE_IN, 0)                                \
+  TENSOR(ATTENTION_VARLEN, CU_SEQLENS_Q, cu_seqlens_q, 5, XHAL_ROLE_IN, 0)          \
+  TENSOR(ATTENTION_VARLEN, CU_SEQLENS_K, cu_seqlens_k, 6, XHAL_ROLE_IN, 0)          \
+  TENSOR(ATTENTION_VARLEN, OUT, out, 3, XHAL_ROLE_OUT, 0)                           \
+  TENSOR(ATTENTION_VARLEN, LSE, lse, 4, XHAL_ROLE_OUT, 1)                           \
+  TENSOR(PAGED_ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                                 \
+  TENSOR(PAGED_ATTENTION, K_CACHE, k_cache, 1, XHAL_ROLE_IN, 0)                     \
+  TENSOR(PAGED_ATTENTION, V_CACHE, v_cache, 2, XHAL_ROLE_IN, 0)                     \
+  TENSOR(PAGED_ATTENTION, BLOCK_TABLE, block_table, 5, XHAL_ROLE_IN, 0)             \
+  TENSOR(PAGED_ATTENTION, SEQ_LENS, seq_lens, 6, XHAL_ROLE_IN, 0)                   \
+  TENSOR(PAGED_ATTENTION, OUT, out, 3, XHAL_ROLE_OUT, 0)                            \
+  TENSOR(RMS_NORM, X, x, 0, XHAL_ROLE_IN, 0)                                        \
+  TENSOR(RMS_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                              \
+  TENSOR(RMS_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                                   \
+  TENSOR(FUSED_ADD_RMS_NORM, X, x, 0, XHAL_ROLE_IN, 0)                              \
+  TENSOR(FUSED_ADD_RMS_NORM, RESIDUAL, residual, 3, XHAL_ROLE_INOUT, 0)             \
+  TENSOR(FUSED_ADD_RMS_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                    \
+  TENSOR(FUSED_ADD_RMS_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                         \
+  TENSOR(SWIGLU, GATE, gate, 0, XHAL_ROLE_IN, 0)                                    \
+  TENSOR(SWIGLU, UP, up, 1, XHAL_ROLE_IN, 0)                                        \
+  TENSOR(SWIGLU, OUT, out, 2, XHAL_ROLE_OUT, 0)                                     \
+  TENSOR(SWIGLU_PACKED, X, x, 0, XHAL_ROLE_IN, 0)                                   \
+  TENSOR(SWIGLU_PACKED, OUT, out, 2, XHAL_ROLE_OUT, 0)                              \
+  TENSOR(ROPE, Q, q, 0, XHAL_ROLE_INOUT, 0)                                         \
+  TENSOR(ROPE, K, k, 1, XHAL_ROLE_INOUT, 0)                                         \
+  TENSOR(ROPE, POSITIONS, positions, 2, XHAL_ROLE_IN, 0)                            \
+  TENSOR(ROPE, COS_SIN_CACHE, cos_sin_cache, 3, XHAL_ROLE_IN, 0)                    \
+  TENSOR(LINEAR, X, x, 0, XHAL_ROLE_IN, 0)                                          \
+  TENSOR(LINEAR, W, w, 1, XHAL_ROLE_IN, 0)                                          \
+  TENSOR(LINEAR, BIAS, bias, 2, XHAL_ROLE_IN, 1)                                    \
+  TENSOR(LINEAR, OUT, out, 3, XHAL_ROLE_OUT, 0)                                     \
+  TENSOR(RMS_NORM_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                         \
+  TENSOR(RMS_NORM_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                               \
+  TENSOR(RMS_NORM_BACKWARD, WEIGHT, weight, 2, XHAL_ROLE_IN, 0)                     \
+  TENSOR(RMS_NORM_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 0)                            \
+  TENSOR(RMS_NORM_BACKWARD, DWEIGHT, dweight, 4, XHAL_ROLE_OUT, 0)                  \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)               \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, RESIDUAL, residual, 1, XHAL_ROLE_IN, 0)       \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, WEIGHT, weight, 2, XHAL_ROLE_IN, 0)           \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DRESIDUAL, dresidual, 5, XHAL_ROLE_INOUT, 0)  \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 0)                  \
+  TENSOR(FUSED_ADD_RMS_NORM_BACKWARD, DWEIGHT, dweight, 4, XHAL_ROLE_OUT, 0)        \
+  TENSOR(SWIGLU_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                           \
+  TENSOR(SWIGLU_BACKWARD, GATE, gate, 1, XHAL_ROLE_IN, 0)                           \
+  TENSOR(SWIGLU_BACKWARD, UP, up, 2, XHAL_ROLE_IN, 0)                               \
+  TENSOR(SWIGLU_BACKWARD, DGATE, dgate, 3, XHAL_ROLE_OUT, 0)                        \
+  TENSOR(SWIGLU_BACKWARD, DUP, dup, 4, XHAL_ROLE_OUT, 0)                            \
+  TENSOR(SWIGLU_PACKED_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                    \
+  TENSOR(SWIGLU_PACKED_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                          \
+  TENSOR(SWIGLU_PACKED_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 0)                       \
+  TENSOR(ROPE_BACKWARD, DQ, dq, 0, XHAL_ROLE_INOUT, 0)                              \
+  TENSOR(ROPE_BACKWARD, DK, dk, 1, XHAL_ROLE_INOUT, 0)                              \
+  TENSOR(ROPE_BACKWARD, POSITIONS, positions, 2, XHAL_ROLE_IN, 0)                   \
+  TENSOR(ROPE_BACKWARD, COS_SIN_CACHE, cos_sin_cache, 3, XHAL_ROLE_IN, 0)           \
+  TENSOR(CROSS_ENTROPY, LOGITS, logits, 0, XHAL_ROLE_IN, 0)                         \
+  TENSOR(CROSS_ENTROPY, LABELS, labels, 1, XHAL_ROLE_IN, 0)                         \
+  TENSOR(CROSS_ENTROPY, LOSS, loss, 2, XHAL_ROLE_OUT, 0)                            \
+  TENSOR(CROSS_ENTROPY, LSE, lse, 3, XHAL_ROLE_OUT, 0)                              \
+  TENSOR(CROSS_ENTROPY_BACKWARD, LOGITS, logits, 0, XHAL_ROLE_IN, 0)                \
+  TENSOR(CROSS_ENTROPY_BACKWARD, LABELS, labels, 1, XHAL_ROLE_IN, 0)                \
+  TENSOR(CROSS_ENTROPY_BACKWARD, LSE, lse, 3, XHAL_ROLE_IN, 0)                      \
+  TENSOR(CROSS_ENTROPY_BACKWARD, DLOSS, dloss, 2, XHAL_ROLE_IN, 0)                  \
+  TENSOR(CROSS_ENTROPY_BACKWARD, DLOGITS, dlogits, 4, XHAL_ROLE_OUT, 0)             \
+  TENSOR(ADAMW_STEP, PARAM, param, 0, XHAL_ROLE_INOUT, 0)                           \
+  TENSOR(ADAMW_STEP, GRAD, grad, 1, XHAL_ROLE_IN, 0)                                \
+  TENSOR(ADAMW_STEP, EXP_AVG, exp_avg, 2, XHAL_ROLE_INOUT, 0)                       \
+  TENSOR(ADAMW_STEP, EXP_AVG_SQ, exp_avg_sq, 3, XHAL_ROLE_INOUT, 0)                 \
+  TENSOR(ADAMW_STEP, MASTER, master, 4, XHAL_ROLE_INOUT, 1)                         \
+  TENSOR(ADAMW_STEP, LR, lr, 5, XHAL_ROLE_IN, 1)                                    \
+  TENSOR(ADAMW_STEP, GRAD_SCALE, grad_scale, 6, XHAL_ROLE_IN, 1)                    \
+  TENSOR(GLOBAL_GRAD_NORM, GRAD, grad, 0, XHAL_ROLE_IN, 0)                          \
+  TENSOR(GLOBAL_GRAD_NORM, NORM, norm, 1, XHAL_ROLE_OUT, 0)                         \
+  TENSOR(GLOBAL_GRAD_NORM, CLIP_SCALE, clip_scale, 2, XHAL_ROLE_OUT, 1)             \
+  TENSOR(LINEAR_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                           \
+  TENSOR(LINEAR_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                                 \
+  TENSOR(LINEAR_BACKWARD, W, w, 2, XHAL_ROLE_IN, 0)                                 \
+  TENSOR(LINEAR_BACKWARD, DX, dx, 3, XHAL_ROLE_OUT, 1)                              \
+  TENSOR(LINEAR_BACKWARD, DW, dw, 4, XHAL_ROLE_OUT, 1)                              \
+  TENSOR(LINEAR_BACKWARD, DBIAS, dbias, 5, XHAL_ROLE_OUT, 1)                        \
+  TENSOR(EMBEDDING, IDS, ids, 0, XHAL_ROLE_IN, 0)                                   \
+  TENSOR(EMBEDDING, TABLE, table, 1, XHAL_ROLE_IN, 0)                               \
+  TENSOR(EMBEDDING, OUT, out, 2, XHAL_ROLE_OUT, 0)                                  \
+  TENSOR(EMBEDDING_BACKWARD, IDS, ids, 0, XHAL_ROLE_IN, 0)                          \
+  TENSOR(EMBEDDING_BACKWARD, DOUT, dout, 2, XHAL_ROLE_IN, 0)                        \
+  TENSOR(EMBEDDING_BACKWARD, DTABLE, dtable, 3, XHAL_ROLE_OUT, 0)                   \
+  TENSOR(ATTENTION_BACKWARD, DOUT, dout, 7, XHAL_ROLE_IN, 0)                        \
+  TENSOR(ATTENTION_BACKWARD, Q, q, 0, XHAL_ROLE_IN, 0)                              \
+  TENSOR(ATTENTION_BACKWARD, K, k, 1, XHAL_ROLE_IN, 0)                              \
+  TENSOR(ATTENTION_BACKWARD, V, v, 2, XHAL_ROLE_IN, 0)                              \
+  TENSOR(ATTENTION_BACKWARD, OUT, out, 3, XHAL_ROLE_IN, 0)                          \
+  TENSOR(ATTENTION_BACKWARD, LSE, lse, 4, XHAL_ROLE_IN, 0)                          \
+  TENSOR(ATTENTION_BACKWARD, DQ, dq, 8, XHAL_ROLE_OUT, 0)                           \
+  TENSOR(ATTENTION_BACKWARD, DK, dk, 9, XHAL_ROLE_OUT, 0)                           \
+  TENSOR(ATTENTION_BACKWARD, DV, dv, 10, XHAL_ROLE_OUT, 0)                          \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, DOUT, dout, 7, XHAL_ROLE_IN, 0)                 \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, Q, q, 0, XHAL_ROLE_IN, 0)                       \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, K, k, 1, XHAL_ROLE_IN, 0)                       \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, V, v, 2, XHAL_ROLE_IN, 0)                       \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, CU_SEQLENS_Q, cu_seqlens_q, 5, XHAL_ROLE_IN, 0) \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, CU_SEQLENS_K, cu_seqlens_k, 6, XHAL_ROLE_IN, 0) \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, OUT, out, 3, XHAL_ROLE_IN, 0)                   \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, LSE, lse, 4, XHAL_ROLE_IN, 0)                   \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, DQ, dq, 8, XHAL_ROLE_OUT, 0)                    \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, DK, dk, 9, XHAL_ROLE_OUT, 0)                    \
+  TENSOR(ATTENTION_VARLEN_BACKWARD, DV, dv, 10, XHAL_ROLE_OUT, 0)
 
 /* The most tensors one op has; a new op with more raises it (the core's call buffers use it). */
 #define XHAL_MAX_OP_TENSORS 16

@@ -148,6 +148,20 @@ void embedding(const TensorView& ids, const TensorView& table, const TensorView&
 void embedding_backward(const TensorView& ids, const TensorView& dout, const TensorView& dtable,
                         int64_t padding_idx = -1, const Stream* stream = nullptr);
 
+// Of attention: dq[B,Sq,Hq,D], dk[B,Sk,Hkv,D], dv[B,Sk,Hkv,Dv] from dout[B,Sq,Hq,Dv] and the
+// forward's q, k, v, out and lse[B,Hq,Sq] (f32), with the forward's params. GQA/MQA: dk and dv sum
+// over the query heads of their group. Memory of the order of the inputs (no Sq x Sk buffer).
+void attention_backward(const TensorView& dout, const TensorView& q, const TensorView& k, const TensorView& v,
+                        const TensorView& out, const TensorView& lse, const TensorView& dq, const TensorView& dk,
+                        const TensorView& dv, const AttentionParams& params = {}, const Stream* stream = nullptr);
+
+// Of attention_varlen: as attention_backward over packed sequences (lse[Hq,Tq]).
+void attention_varlen_backward(const TensorView& dout, const TensorView& q, const TensorView& k, const TensorView& v,
+                               const TensorView& cu_seqlens_q, const TensorView& cu_seqlens_k, int64_t max_seqlen_q,
+                               int64_t max_seqlen_k, const TensorView& out, const TensorView& lse, const TensorView& dq,
+                               const TensorView& dk, const TensorView& dv, const AttentionParams& params = {},
+                               const Stream* stream = nullptr);
+
 // Of linear, from dout[M,N] and the forward's x[M,K] and w[N,K]: dx[M,K] = dout @ w,
 // dw[N,K] = dout^T @ x and dbias[N] = dout summed over its rows. Each gradient is optional (null:
 // not computed), at least one is given; they are written, not accumulated into.

@@ -102,6 +102,15 @@ xhal_status xhal_adamw_step(const DLTensor* param, const DLTensor* grad, const D
 xhal_status xhal_global_grad_norm(const DLTensor* grad, const DLTensor* norm, const DLTensor* clip_scale,
                                   float max_norm, void* stream);
 
+xhal_status xhal_attention_backward(const DLTensor* dout, const DLTensor* q, const DLTensor* k, const DLTensor* v,
+                                    const DLTensor* out, const DLTensor* lse, const DLTensor* dq, const DLTensor* dk,
+                                    const DLTensor* dv, const xhal_attention_params* params, void* stream);
+xhal_status xhal_attention_varlen_backward(const DLTensor* dout, const DLTensor* q, const DLTensor* k,
+                                           const DLTensor* v, const DLTensor* cu_seqlens_q,
+                                           const DLTensor* cu_seqlens_k, int64_t max_seqlen_q, int64_t max_seqlen_k,
+                                           const DLTensor* out, const DLTensor* lse, const DLTensor* dq,
+                                           const DLTensor* dk, const DLTensor* dv, const xhal_attention_params* params,
+                                           void* stream);
 /* dx, dw and dbias may each be NULL (not computed); at least one is given. */
 xhal_status xhal_linear_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* w, const DLTensor* dx,
                                  const DLTensor* dw, const DLTensor* dbias, void* stream);

@@ -104,6 +104,15 @@ struct AttentionRows {
     if (!lse) return nullptr;
     return batched ? lse.at(seq, head, i) : lse.at(head, seqs[size_t(seq)].q_begin + i);
   }
+  // Rows of other tensors laid out as q (query_row_of) or as k (key_row_of): the gradients.
+  template <class T>
+  T* query_row_of(const TensorRef<T>& t, int64_t seq, int64_t i, int64_t head) const {
+    return row(t, seq, seqs[size_t(seq)].q_begin + i, head);
+  }
+  template <class T>
+  T* key_row_of(const TensorRef<T>& t, int64_t seq, int64_t j, int64_t head) const {
+    return row(t, seq, seqs[size_t(seq)].k_begin + j, head);
+  }
 
  private:
   template <class T>

@@ -26,6 +26,16 @@ struct Mask {
     *lo = l > 0 ? l : 0;
     *hi = h > *lo ? h : *lo;
   }
+  // Query rows [lo, hi) of Sq that see key j of Sk: the inverse of visible().
+  __device__ void seen_by(int64_t j, int64_t Sq, int64_t Sk, int64_t* lo, int64_t* hi) const {
+    const int64_t off = Sk - Sq;  // row i's diagonal key is i + off
+    // j <= i + off + right, where causal means right = 0 (a window's right side is then >= 0).
+    const int64_t right = causal ? 0 : window_right;
+    int64_t l = right >= 0 ? j - off - right : 0, h = window_left >= 0 ? j - off + window_left + 1 : Sq;
+    *lo = l > 0 ? l : 0;
+    h = h < Sq ? h : Sq;
+    *hi = h > *lo ? h : *lo;
+  }
 };
 
 // Strides of q, k, v, out, lse with a batch dim (dense) or without (varlen: batch stride 0).

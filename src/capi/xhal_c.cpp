@@ -347,6 +347,42 @@ xhal_status xhal_global_grad_norm(const DLTensor* grad, const DLTensor* norm, co
   });
 }
 
+xhal_status xhal_attention_backward(const DLTensor* dout, const DLTensor* q, const DLTensor* k, const DLTensor* v,
+                                    const DLTensor* out, const DLTensor* lse, const DLTensor* dq, const DLTensor* dk,
+                                    const DLTensor* dv, const xhal_attention_params* params, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::attention_backward;
+    auto o = view(out, op, XHAL_ATTENTION_BACKWARD_OUT);
+    auto s = stream_for(o, stream);
+    xhal::ops::attention_backward(view(dout, op, XHAL_ATTENTION_BACKWARD_DOUT), view(q, op, XHAL_ATTENTION_BACKWARD_Q),
+                                  view(k, op, XHAL_ATTENTION_BACKWARD_K), view(v, op, XHAL_ATTENTION_BACKWARD_V), o,
+                                  view(lse, op, XHAL_ATTENTION_BACKWARD_LSE), view(dq, op, XHAL_ATTENTION_BACKWARD_DQ),
+                                  view(dk, op, XHAL_ATTENTION_BACKWARD_DK), view(dv, op, XHAL_ATTENTION_BACKWARD_DV),
+                                  attention_params(params), ptr(s));
+  });
+}
+
+xhal_status xhal_attention_varlen_backward(const DLTensor* dout, const DLTensor* q, const DLTensor* k,
+                                           const DLTensor* v, const DLTensor* cu_seqlens_q,
+                                           const DLTensor* cu_seqlens_k, int64_t max_seqlen_q, int64_t max_seqlen_k,
+                                           const DLTensor* out, const DLTensor* lse, const DLTensor* dq,
+                                           const DLTensor* dk, const DLTensor* dv, const xhal_attention_params* params,
+                                           void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::attention_varlen_backward;
+    auto o = view(out, op, XHAL_ATTENTION_VARLEN_BACKWARD_OUT);
+    auto s = stream_for(o, stream);
+    xhal::ops::attention_varlen_backward(
+        view(dout, op, XHAL_ATTENTION_VARLEN_BACKWARD_DOUT), view(q, op, XHAL_ATTENTION_VARLEN_BACKWARD_Q),
+        view(k, op, XHAL_ATTENTION_VARLEN_BACKWARD_K), view(v, op, XHAL_ATTENTION_VARLEN_BACKWARD_V),
+        view(cu_seqlens_q, op, XHAL_ATTENTION_VARLEN_BACKWARD_CU_SEQLENS_Q),
+        view(cu_seqlens_k, op, XHAL_ATTENTION_VARLEN_BACKWARD_CU_SEQLENS_K), max_seqlen_q, max_seqlen_k, o,
+        view(lse, op, XHAL_ATTENTION_VARLEN_BACKWARD_LSE), view(dq, op, XHAL_ATTENTION_VARLEN_BACKWARD_DQ),
+        view(dk, op, XHAL_ATTENTION_VARLEN_BACKWARD_DK), view(dv, op, XHAL_ATTENTION_VARLEN_BACKWARD_DV),
+        attention_params(params), ptr(s));
+  });
+}
+
 xhal_status xhal_linear_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* w, const DLTensor* dx,
                                  const DLTensor* dw, const DLTensor* dbias, void* stream) {
   return guarded([&] {

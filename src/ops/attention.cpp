@@ -59,14 +59,7 @@ void attention_varlen(const TensorView& q, const TensorView& k, const TensorView
   const int64_t Hkv = k.size(1);
   check_attention_out(check, out, q, v.size(2));
   check_head_ratio(check, Hq, Hkv);
-  check.tensor(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q, 1);
-  check.dtype(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q, DType::i32, "");
-  if (cu_seqlens_q.size(0) < 1) check.fail(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, "B+1 >= 1 entries", "0 entries");
-  check.tensor(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 1);
-  check.dtype(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, DType::i32, "");
-  check.dim(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 0, cu_seqlens_q.size(0), "B+1, as cu_seqlens_q");
-  if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", fmt::format("{}", max_seqlen_q));
-  if (max_seqlen_k < 0) check.fail("max_seqlen_k", ">= 0", fmt::format("{}", max_seqlen_k));
+  check_cu_seqlens(check, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k);
   const Device device = out.device();
   for (auto [name, t] : {std::pair{XHAL_ATTENTION_Q, &q},
                          {XHAL_ATTENTION_K, &k},

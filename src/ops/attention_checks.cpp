@@ -55,4 +55,16 @@ xhal_attention_op_params attention_op_params(const ArgChecks& check, const Atten
   return out;
 }
 
+void check_cu_seqlens(const ArgChecks& check, const TensorView& cu_seqlens_q, const TensorView& cu_seqlens_k,
+                      int64_t max_seqlen_q, int64_t max_seqlen_k) {
+  check.tensor(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q, 1);
+  check.dtype(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q, DType::i32, "");
+  if (cu_seqlens_q.size(0) < 1) check.fail(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, "B+1 >= 1 entries", "0 entries");
+  check.tensor(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 1);
+  check.dtype(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, DType::i32, "");
+  check.dim(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 0, cu_seqlens_q.size(0), "B+1, as cu_seqlens_q");
+  if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", fmt::format("{}", max_seqlen_q));
+  if (max_seqlen_k < 0) check.fail("max_seqlen_k", ">= 0", fmt::format("{}", max_seqlen_k));
+}
+
 }  // namespace xhal::ops

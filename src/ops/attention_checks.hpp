@@ -14,6 +14,10 @@ void check_key_value(const ArgChecks& check, Arg k_name, const TensorView& k, Ar
 void check_attention_out(const ArgChecks& check, const TensorView& out, const TensorView& q, int64_t value_dim);
 // Hq must be a multiple of Hkv (MQA/GQA), and Hkv > 0 when Hq > 0.
 void check_head_ratio(const ArgChecks& check, int64_t Hq, int64_t Hkv);
+// The varlen ops' cu_seqlens_q and cu_seqlens_k (i32, [B+1] each) and max_seqlen_q, max_seqlen_k
+// (>= 0); the offsets themselves are read by the kernels.
+void check_cu_seqlens(const ArgChecks& check, const TensorView& cu_seqlens_q, const TensorView& cu_seqlens_k,
+                      int64_t max_seqlen_q, int64_t max_seqlen_k);
 // Validates `params` and gives the call's parameters, scale defaulted to 1/sqrt(head_dim).
 xhal_attention_op_params attention_op_params(const ArgChecks& check, const AttentionParams& params, int64_t head_dim);
 

@@ -6,33 +6,12 @@
 #include <algorithm>
 #include <numeric>
 
+#include "attention_cases.hpp"
 #include "conformance.hpp"
 #include "golden/golden.hpp"
 
 namespace xhal::test {
 namespace {
-
-// Physical order [B,H,S,D] for a logical [B,S,H,D] tensor.
-const Layout kHeadsFirst{{0, 2, 1, 3}, 0};
-
-struct AttnCase {
-  int64_t B, Sq, Sk, Hq, Hkv, D, Dv;
-  AttentionParams params;
-  bool lse = true;
-  Layout layout = {};
-};
-
-std::string describe(const AttnCase& c) {
-  return fmt::format(
-      "B {} Sq {} Sk {} Hq {} Hkv {} D {} Dv {} causal {} window ({},{}) softcap {} "
-      "scale {} strided {}",
-      c.B, c.Sq, c.Sk, c.Hq, c.Hkv, c.D, c.Dv, c.params.causal, c.params.window_left, c.params.window_right,
-      c.params.softcap, c.params.scale, !c.layout.order.empty());
-}
-
-golden::AttentionMask mask_of(const AttentionParams& p, int64_t D) {
-  return {p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(D)), p.causal, p.window_left, p.window_right, p.softcap};
-}
 
 const std::vector<AttnCase> kDenseCases = {
     {1, 1, 1, 1, 1, 64, 64, {}},

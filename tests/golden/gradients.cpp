@@ -15,6 +15,62 @@ void require(bool ok, const std::string& what) {
 
 size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
+// One (sequence, query head) slice of attention's gradient, strides as golden.cpp's attend_head:
+// writes the Sq rows of dq and adds into the Sk rows of dk and dv.
+void attention_head_backward(const double* dout, int64_t dout_stride, const double* q, int64_t q_stride,
+                             const double* k, int64_t k_stride, const double* v, int64_t v_stride, int64_t Sq,
+                             int64_t Sk, int64_t D, int64_t Dv, const AttentionMask& mask, double* dq,
+                             int64_t dq_stride, double* dk, int64_t dk_stride, double* dv, int64_t dv_stride) {
+  std::vector<double> p(sz(Sk)), dcap(sz(Sk)), out(sz(Dv));
+  for (int64_t i = 0; i < Sq; ++i) {
+    const double *qi = q + i * q_stride, *di = dout + i * dout_stride;
+    double* dqi = dq + i * dq_stride;
+    for (int64_t d = 0; d < D; ++d) dqi[d] = 0;
+    double max = -INFINITY, sum = 0;
+    bool any = false;
+    for (int64_t j = 0; j < Sk; ++j) {
+      if (!key_visible(mask, i, j, Sq, Sk)) continue;
+      double s = 0;
+      for (int64_t d = 0; d < D; ++d) s += qi[d] * k[j * k_stride + d];
+      s *= mask.scale;
+      dcap[sz(j)] = 1;
+      if (mask.softcap > 0) {
+        const double t = std::tanh(s / mask.softcap);
+        s = mask.softcap * t;
+        dcap[sz(j)] = 1 - t * t;
+      }
+      p[sz(j)] = s;
+      max = std::max(max, s);
+      any = true;
+    }
+    if (!any) continue;
+    for (int64_t j = 0; j < Sk; ++j) {
+      if (key_visible(mask, i, j, Sq, Sk)) sum += p[sz(j)] = std::exp(p[sz(j)] - max);
+    }
+    std::fill(out.begin(), out.end(), 0.0);
+    for (int64_t j = 0; j < Sk; ++j) {
+      if (!key_visible(mask, i, j, Sq, Sk)) continue;
+      p[sz(j)] /= sum;
+      for (int64_t d = 0; d < Dv; ++d) out[sz(d)] += p[sz(j)] * v[j * v_stride + d];
+    }
+    double delta = 0;
+    for (int64_t d = 0; d < Dv; ++d) delta += di[d] * out[sz(d)];
+    for (int64_t j = 0; j < Sk; ++j) {
+      if (!key_visible(mask, i, j, Sq, Sk)) continue;
+      double dp = 0;
+      for (int64_t d = 0; d < Dv; ++d) {
+        dp += di[d] * v[j * v_stride + d];
+        dv[j * dv_stride + d] += p[sz(j)] * di[d];
+      }
+      const double ds = p[sz(j)] * (dp - delta) * dcap[sz(j)] * mask.scale;
+      for (int64_t d = 0; d < D; ++d) {
+        dqi[d] += ds * k[j * k_stride + d];
+        dk[j * dk_stride + d] += ds * qi[d];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 RmsNormGradients rms_norm_backward(const std::vector<double>& dout, const std::vector<double>& x,
@@ -110,6 +166,54 @@ std::vector<double> embedding_backward(const std::vector<int64_t>& ids, const st
     for (int64_t d = 0; d < D; ++d) dtable[sz(ids[t] * D + d)] += dout[t * sz(D) + sz(d)];
   }
   return dtable;
+}
+
+AttentionGradients attention_backward(const std::vector<double>& dout, const std::vector<double>& q,
+                                      const std::vector<double>& k, const std::vector<double>& v, int64_t B, int64_t Sq,
+                                      int64_t Sk, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+                                      const AttentionMask& mask) {
+  require(Hq > 0 && Hkv > 0 && Hq % Hkv == 0, "attention_backward: Hq must be a positive multiple of Hkv");
+  require(q.size() == sz(B * Sq * Hq * D) && dout.size() == sz(B * Sq * Hq * Dv) && k.size() == sz(B * Sk * Hkv * D) &&
+              v.size() == sz(B * Sk * Hkv * Dv),
+          "attention_backward: dout, q, k, v must be [B,Sq,Hq,Dv], [B,Sq,Hq,D], [B,Sk,Hkv,D], [B,Sk,Hkv,Dv]");
+  AttentionGradients g{std::vector<double>(q.size()), std::vector<double>(k.size(), 0.0),
+                       std::vector<double>(v.size(), 0.0)};
+  const int64_t group = Hq / Hkv;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kq = (b * Sq * Hq + h), kk = (b * Sk * Hkv + h / group);
+      attention_head_backward(dout.data() + kq * Dv, Hq * Dv, q.data() + kq * D, Hq * D, k.data() + kk * D, Hkv * D,
+                              v.data() + kk * Dv, Hkv * Dv, Sq, Sk, D, Dv, mask, g.dq.data() + kq * D, Hq * D,
+                              g.dk.data() + kk * D, Hkv * D, g.dv.data() + kk * Dv, Hkv * Dv);
+    }
+  }
+  return g;
+}
+
+AttentionGradients attention_varlen_backward(const std::vector<double>& dout, const std::vector<double>& q,
+                                             const std::vector<double>& k, const std::vector<double>& v,
+                                             const std::vector<int64_t>& cu_seqlens_q,
+                                             const std::vector<int64_t>& cu_seqlens_k, int64_t Hq, int64_t Hkv,
+                                             int64_t D, int64_t Dv, const AttentionMask& mask) {
+  require(Hq > 0 && Hkv > 0 && Hq % Hkv == 0, "attention_varlen_backward: Hq must be a positive multiple of Hkv");
+  require(!cu_seqlens_q.empty() && cu_seqlens_q.size() == cu_seqlens_k.size(),
+          "attention_varlen_backward: cu_seqlens_q and cu_seqlens_k must both be [B+1]");
+  AttentionGradients g{std::vector<double>(q.size(), 0.0), std::vector<double>(k.size(), 0.0),
+                       std::vector<double>(v.size(), 0.0)};
+  const int64_t group = Hq / Hkv;
+  for (size_t b = 0; b + 1 < cu_seqlens_q.size(); ++b) {
+    const int64_t q0 = cu_seqlens_q[b], Sq = cu_seqlens_q[b + 1] - q0;
+    const int64_t k0 = cu_seqlens_k[b], Sk = cu_seqlens_k[b + 1] - k0;
+    require(Sq >= 0 && Sk >= 0 && sz((q0 + Sq) * Hq * D) <= q.size() && sz((k0 + Sk) * Hkv * D) <= k.size(),
+            "attention_varlen_backward: cu_seqlens must be non-decreasing and within q and k");
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kq = q0 * Hq + h, kk = k0 * Hkv + h / group;
+      attention_head_backward(dout.data() + kq * Dv, Hq * Dv, q.data() + kq * D, Hq * D, k.data() + kk * D, Hkv * D,
+                              v.data() + kk * Dv, Hkv * Dv, Sq, Sk, D, Dv, mask, g.dq.data() + kq * D, Hq * D,
+                              g.dk.data() + kk * D, Hkv * D, g.dv.data() + kk * Dv, Hkv * Dv);
+    }
+  }
+  return g;
 }
 
 }  // namespace xhal::golden

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "golden.hpp"
+
 namespace xhal::golden {
 
 struct RmsNormGradients {
@@ -55,5 +57,25 @@ LinearGradients linear_backward(const std::vector<double>& dout, const std::vect
 // ids[t] == v, zero for rows no token picked and for padding_idx (< 0: none).
 std::vector<double> embedding_backward(const std::vector<int64_t>& ids, const std::vector<double>& dout, int64_t V,
                                        int64_t D, int64_t padding_idx);
+
+struct AttentionGradients {
+  std::vector<double> dq, dk, dv;  // q's, k's and v's shapes
+};
+
+// Of attention (arguments as for golden::attention) from dout[B,Sq,Hq,Dv]. Per (sequence, query
+// head), with P the softmax of the visible scores and s = scale * q·k before the softcap:
+// dv = Pᵀ dout, dS = P ∘ (dout vᵀ − rowsum(dout ∘ out)), times 1 − tanh²(s / softcap) with a
+// softcap; dq = scale · dS k, dk = scale · dSᵀ q. dk and dv sum over the query heads of a kv head.
+AttentionGradients attention_backward(const std::vector<double>& dout, const std::vector<double>& q,
+                                      const std::vector<double>& k, const std::vector<double>& v, int64_t B, int64_t Sq,
+                                      int64_t Sk, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv,
+                                      const AttentionMask& mask);
+
+// Of attention_varlen (arguments as for golden::attention_varlen) from dout[Tq,Hq,Dv].
+AttentionGradients attention_varlen_backward(const std::vector<double>& dout, const std::vector<double>& q,
+                                             const std::vector<double>& k, const std::vector<double>& v,
+                                             const std::vector<int64_t>& cu_seqlens_q,
+                                             const std::vector<int64_t>& cu_seqlens_k, int64_t Hq, int64_t Hkv,
+                                             int64_t D, int64_t Dv, const AttentionMask& mask);
 
 }  // namespace xhal::golden
