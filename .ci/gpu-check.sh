@@ -3,7 +3,7 @@
 # (the conformance suite on cuda included), compute-sanitizer memcheck on the cuda conformance
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: .ci/gpu-check.sh [--quick]
-# GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, check,
+# GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, train, check,
 # trace, memcheck, bench, before_after (with GPU_BEFORE_SRC, an unpacked older source tree:
 # .ci/gpu-before-after.sh), linear, comm, peers, cpu (the CPU backend's SIMD kernels and xhal-bench's
 # read_bound cases, when bench/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along;
@@ -12,7 +12,8 @@
 # built here from another commit, carried) alternated with this build's), cpu_peers (with cpu: the
 # PyTorch comparison on the CPU). The CUDA build runs unless only cpu stages are asked for.
 # GPU_BENCH_FILTER (a regex of xhal-bench case names) and PEERS_ONLY (one of torch_compare's op
-# names) narrow the bench and peers stages, MEMCHECK_FILTER (a gtest filter) the memcheck stage.
+# names) narrow the bench and peers stages, MEMCHECK_FILTER (a gtest filter) the memcheck stage,
+# TRAIN_STEPS (default 40) the train stage's steps.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -26,7 +27,7 @@ quick=""
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
-stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,check,trace,memcheck,bench,before_after,linear,comm,peers,cpu,cpu_peers},"
+stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,train,check,trace,memcheck,bench,before_after,linear,comm,peers,cpu,cpu_peers},"
 want() { [[ $stages == *",$1,"* ]]; }
 
 # DLPack's header: Debian's package where present, else a copy shipped in a Python package.
@@ -110,6 +111,17 @@ fi
 if want llama; then
   "$build/bin/llama_block" >"$out/llama_block.txt" 2>&1
   note "llama_block on cuda: exit $? $(grep -E '^vs cpu' "$out/llama_block.txt")"
+fi
+
+if want train; then
+  # examples/train_llama on cuda against the CPU backend step by step, then under the shadow check
+  # (every cuda kernel of a training step against the CPU reference).
+  "$build/bin/train_llama" --steps "${TRAIN_STEPS:-40}" --compare cpu >"$out/train_compare.txt" 2>&1
+  note "train_llama on cuda, --compare cpu: exit $?"
+  grep -E "^(train_llama|step +(1|2|5|10|20|30|40|60|80|100) )|relative|^  [a-z]" "$out/train_compare.txt" | cut -c1-160
+  XHAL_CHECK=cpu XHAL_CHECK_ACTION=throw "$build/bin/train_llama" --steps 2 >"$out/train_check.txt" 2>&1
+  note "train_llama on cuda under XHAL_CHECK=cpu, throw: exit $?"
+  grep -A24 '^xhal shadow check' "$out/train_check.txt"
 fi
 
 if want check; then

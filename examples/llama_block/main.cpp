@@ -13,10 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "common/host_tensors.hpp"
 #include "xhal/xhal.hpp"
 
 namespace {
 
+using examples::download;
+using examples::slice;
+using examples::upload;
 using xhal::Device;
 using xhal::DType;
 using xhal::Tensor;
@@ -105,30 +109,6 @@ HostData make_host_data(const Config& c, unsigned seed) {
   return h;
 }
 
-Tensor upload(const float* src, const std::vector<int64_t>& shape, DType dtype, Device device) {
-  const size_t n = size_t(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
-  if (dtype == DType::f32) return Tensor::from_host(src, shape, dtype, device);
-  std::vector<uint16_t> bits(n);
-  for (size_t i = 0; i < n; ++i) {
-    bits[i] = dtype == DType::bf16 ? xhal::float_to_bf16(src[i]) : xhal::float_to_f16(src[i]);
-  }
-  return Tensor::from_host(bits.data(), shape, dtype, device);
-}
-
-std::vector<float> download(const Tensor& t) {
-  std::vector<float> out(size_t(t.numel()));
-  if (t.dtype() == DType::f32) {
-    t.copy_to_host(out.data());
-    return out;
-  }
-  std::vector<uint16_t> bits(out.size());
-  t.copy_to_host(bits.data());
-  for (size_t i = 0; i < bits.size(); ++i) {
-    out[i] = t.dtype() == DType::bf16 ? xhal::bf16_to_float(bits[i]) : xhal::f16_to_float(bits[i]);
-  }
-  return out;
-}
-
 // Host wall time per op, summed over calls. The device is synchronised after each op so the time
 // covers the work, not just the launch.
 struct OpTimes {
@@ -185,12 +165,6 @@ Layer make_layer(const Config& c, const HostData& h, Device device) {
   l.k_cache = Tensor::empty({num_blocks, c.block_size, c.kv_heads, c.head_dim}, dt, device);
   l.v_cache = Tensor::empty({num_blocks, c.block_size, c.kv_heads, c.head_dim}, dt, device);
   return l;
-}
-
-// A view of `t` shifted by `offset` elements with the given shape and strides.
-TensorView slice(const Tensor& t, int64_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides) {
-  char* base = static_cast<char*>(t.data()) + offset * int64_t(xhal::dtype_size(t.dtype()));
-  return TensorView(base, t.dtype(), shape, strides, t.device());
 }
 
 // Runs the layer on T tokens at positions p0..p0+T-1. p0 == 0 is the prefill (causal attention

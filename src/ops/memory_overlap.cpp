@@ -22,6 +22,22 @@ ByteSpan span_of(const TensorView& t, int first) {
   return s;
 }
 
+// The window [lo, hi) of every period of P bytes in which t's bytes lie (relative to its data
+// pointer): dims whose byte stride is a multiple of P move whole periods, the others must stay
+// within one. False when they do not fit in P.
+bool window_of(const TensorView& t, int64_t P, ByteSpan* w) {
+  const int64_t element = int64_t(dtype_size(t.dtype()));
+  ByteSpan s{0, element};
+  for (int d = 0; d < t.ndim(); ++d) {
+    const int64_t stride = t.stride(d) * element;
+    if (t.size(d) <= 1 || stride % P == 0) continue;
+    const int64_t reach = (t.size(d) - 1) * stride;
+    (reach < 0 ? s.lo : s.hi) += reach;
+  }
+  *w = s;
+  return s.hi - s.lo <= P;
+}
+
 }  // namespace
 
 bool same_view(const TensorView& a, const TensorView& b) {
@@ -37,18 +53,18 @@ bool may_overlap(const TensorView& a, const TensorView& b) {
   const ByteSpan sa = span_of(a, 0), sb = span_of(b, 0);
   const __int128 a0 = address(a), b0 = address(b);
   if (a0 + sa.hi <= b0 + sb.lo || b0 + sb.hi <= a0 + sa.lo) return false;
-  // Interleaved rows: dim 0 of both advances by the same positive stride S (bytes) and each row's
-  // bytes fit in S, so the bytes of a row of a lie at offsets [ia.lo, ia.hi) of every S-byte period
-  // and those of b at the same offsets shifted by (b0 - a0) mod S.
-  if (a.ndim() < 1 || b.ndim() < 1) return true;
-  const int64_t S = a.stride(0) * int64_t(dtype_size(a.dtype()));
-  if (S <= 0 || S != b.stride(0) * int64_t(dtype_size(b.dtype()))) return true;
-  const ByteSpan ia = span_of(a, 1), ib = span_of(b, 1);
-  if (ia.hi - ia.lo > S || ib.hi - ib.lo > S) return true;
-  // Offsets within the period, a's row starting at 0.
-  const int64_t shift = int64_t((((b0 + ib.lo) - (a0 + ia.lo)) % S + S) % S);
-  const int64_t a_len = ia.hi - ia.lo, b_len = ib.hi - ib.lo;
-  return !(shift >= a_len && shift + b_len <= S);
+  // Interleaved rows: for some period P (a dim's byte stride), every dim of both views either
+  // advances by whole periods or stays within one window of the period, so the bytes of a lie at
+  // offsets [wa.lo, wa.hi) of every P-byte period and those of b at offsets shifted by
+  // (b0 - a0) mod P: q, k and v as [T, H, D] or [B, S, H, D] views of one packed qkv buffer.
+  for (int d = 0; d < a.ndim(); ++d) {
+    const int64_t P = a.stride(d) * int64_t(dtype_size(a.dtype()));
+    ByteSpan wa, wb;
+    if (a.size(d) <= 1 || P <= 0 || !window_of(a, P, &wa) || !window_of(b, P, &wb)) continue;
+    const int64_t shift = int64_t((((b0 + wb.lo) - (a0 + wa.lo)) % P + P) % P);
+    if (shift >= wa.hi - wa.lo && shift + (wb.hi - wb.lo) <= P) return false;
+  }
+  return true;
 }
 
 }  // namespace xhal::ops

@@ -9,8 +9,8 @@ namespace xhal::ops {
 
 // False when no byte of `a` can be a byte of `b`: empty, on different devices, apart address
 // ranges, or rows interleaved in one buffer without sharing bytes (q and k as views of one packed
-// qkv tensor: the same outer stride, each row's bytes at distinct offsets within it). True
-// otherwise, conservatively.
+// qkv tensor, [T, H, D] or [B, S, H, D]: each token's bytes at distinct offsets within one row
+// stride). True otherwise, conservatively.
 bool may_overlap(const TensorView& a, const TensorView& b);
 
 // The same memory described the same way (data, dtype, shape, strides): an element-wise op can
