@@ -1,0 +1,423 @@
+// attention_backward and attention_varlen_backward on tensor cores (mma.sync, sm_80+), f16/bf16,
+// D == Dv in {64, 128}, FlashAttention-2 style. A block of 4 warps owns 64 keys of one (sequence,
+// kv head), 16 per warp, and walks the query tiles (64 rows) of every query head of its group
+// that see any of them, the next tile's Q, dO, lse and delta loading while one is computed. Per
+// tile, with Q, dO, lse and delta staged in shared memory:
+//   Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (each warp its 16 keys, in registers), Pᵀ = exp2(Sᵀ·scale·log2e −
+//   lse·log2e), dSᵀ = Pᵀ ∘ (dPᵀ − delta), masked entries exactly 0; dV += Pᵀ dO and dK += dSᵀ Q
+//   straight from those registers; dSᵀ goes to shared memory, and dQ += dS K is added (scaled)
+//   into an f32 accumulator in global memory with atomics (float2 on sm_90), then converted to
+//   dq's dtype.
+// The atomics make dq's bits depend on the order blocks finish: in deterministic mode the kernel
+// stands aside for the generic one. A pre-pass computes delta = rowsum(dO ∘ O) and looks for
+// non-finite values in q, k, v and dout: with any, the tensor-core kernels exit at once and the
+// generic passes (attention_backward_generic.cuh) compute the gradients, whose masked terms are
+// never multiplied (0 · inf would be NaN on tensor cores).
+#include "attention_backward_generic.cuh"
+
+#if !defined(__HIPCC__)
+
+#include "flash_attention.cuh"
+#include "flash_launch.cuh"
+
+namespace xhal::gpu {
+namespace {
+
+using attention_backward::backward_args;
+using attention_backward::BackwardArgs;
+using attention_backward::launch_gradient_passes;
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int D_, int BlockM_>
+struct BackwardTile {
+  static constexpr int D = D_, kBlockM = BlockM_, kBlockN = 64, kWarps = 4, kThreads = 128;
+  static constexpr int kStride = D + 8;  // K, V, Q, dO rows in shared memory, in elements
+  static constexpr int kSStride = kBlockM + 8;  // dSᵀ rows
+  static constexpr int kMTiles = kBlockM / 8, kDTiles = D / 8;
+  static constexpr int kQRowTiles = kBlockM / 16;  // dQ's row tiles; each has kWarps / kQRowTiles warps
+  static constexpr int kDqTiles = kDTiles / (kWarps / kQRowTiles);  // dQ n-tiles of one warp
+  // K, V; Q and dO in two stages; dSᵀ; lse and delta in two stages.
+  static constexpr size_t kSharedBytes =
+      size_t(2 * kBlockN + 4 * kBlockM) * kStride * 2 + size_t(kBlockN) * kSStride * 2 + 4 * kBlockM * 4;
+  static_assert(kWarps % kQRowTiles == 0 && kDqTiles % 2 == 0 && kMTiles % 2 == 0, "tile shapes");
+};
+
+// One warp per (sequence, query head, row): delta = rowsum(dout ∘ out) and, for q and dout, whether
+// any value is non-finite (then *flag = 1).
+template <class E>
+__global__ void __launch_bounds__(128) prepare_rows_kernel(BackwardArgs<typename E::T> a, int* flag) {
+  const AttnLayout& f = a.g.fwd;
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t tasks = a.seqs.batch * f.Hq * a.max_rows;
+  for (int64_t task = int64_t(blockIdx.x) * 4 + threadIdx.x / kWarpSize; task < tasks; task += int64_t(gridDim.x) * 4) {
+    const int64_t i = task % a.max_rows, h = task / a.max_rows % f.Hq, b = task / a.max_rows / f.Hq;
+    int64_t q0, Sq, k0, Sk;
+    a.seqs.span(b, &q0, &Sq, &k0, &Sk);
+    if (i >= Sq) continue;
+    const int64_t row = q0 + i;
+    const typename E::T* o = a.out + b * f.o[0] + row * f.o[1] + h * f.o[2];
+    const typename E::T* d = a.dout + b * a.g.dout[0] + row * a.g.dout[1] + h * a.g.dout[2];
+    const typename E::T* q = a.q + b * f.q[0] + row * f.q[1] + h * f.q[2];
+    float sum = 0.0f;
+    bool finite = true;
+    for (int64_t x = lane; x < f.Dv; x += kWarpSize) {
+      const float dx = E::load(d[x]);
+      sum += E::load(o[x]) * dx;
+      finite = finite && isfinite(dx);
+    }
+    for (int64_t x = lane; x < f.D; x += kWarpSize) finite = finite && isfinite(E::load(q[x]));
+    sum = warp_sum(sum);
+    if (lane == 0) a.delta[task] = sum;
+    if (!finite) *flag = 1;
+  }
+}
+
+// One thread per element of k and v: whether any is non-finite (then *flag = 1).
+template <class E>
+__global__ void scan_keys_kernel(BackwardArgs<typename E::T> a, int* flag) {
+  const AttnLayout& f = a.g.fwd;
+  const int64_t Hkv = f.Hq / f.group, per_key = Hkv * (f.D + f.Dv);
+  const int64_t n = a.seqs.batch * a.max_keys * per_key;
+  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < n; x += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = x / per_key % a.max_keys, b = x / per_key / a.max_keys, h = x % per_key / (f.D + f.Dv);
+    const int64_t d = x % (f.D + f.Dv);
+    int64_t q0, Sq, k0, Sk;
+    a.seqs.span(b, &q0, &Sq, &k0, &Sk);
+    if (j >= Sk) continue;
+    const float value = d < f.D ? E::load(a.k[b * f.k[0] + (k0 + j) * f.k[1] + h * f.k[2] + d])
+                                : E::load(a.v[b * f.v[0] + (k0 + j) * f.v[1] + h * f.v[2] + d - f.D]);
+    if (!isfinite(value)) *flag = 1;
+  }
+}
+
+// acc[0] += x, acc[1] += y: one vector atomic where the GPU has them (sm_90), else two.
+__device__ inline void add_pair(float* acc, float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(acc), make_float2(x, y));
+#else
+  atomicAdd(acc, x);
+  atomicAdd(acc + 1, y);
+#endif
+}
+
+// Whether query i sees key j (both within the sequence).
+__device__ inline bool sees(const Mask& mask, int64_t i, int64_t j, int64_t Sq, int64_t Sk) {
+  const int64_t diag = i + Sk - Sq;
+  return i < Sq && j < Sk && (!mask.causal || j <= diag) && (mask.window_left < 0 || j >= diag - mask.window_left) &&
+         (mask.window_right < 0 || j <= diag + mask.window_right);
+}
+
+template <class E, class Tile>
+__global__ void __launch_bounds__(Tile::kThreads)
+    dkdv_mma_kernel(BackwardArgs<typename E::T> a, float* __restrict__ dq_accum, int64_t accum_batch_rows,
+                    const int* flag) {
+  using T = typename E::T;
+  constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStride = Tile::kStride;
+  constexpr int kSStride = Tile::kSStride, kThreads = Tile::kThreads;
+  if (*flag != 0) return;
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  T* sK = reinterpret_cast<T*>(shared_raw);
+  T* sV = sK + kBlockN * kStride;
+  T* sQ = sV + kBlockN * kStride;  // [2][kBlockM][kStride]
+  T* sdO = sQ + 2 * kBlockM * kStride;  // [2][kBlockM][kStride]
+  T* sdS = sdO + 2 * kBlockM * kStride;
+  float* sLse = reinterpret_cast<float*>(sdS + kBlockN * kSStride);  // [2][kBlockM]
+  float* sDelta = sLse + 2 * kBlockM;  // [2][kBlockM]
+
+  const AttnLayout& f = a.g.fwd;
+  const int64_t b = blockIdx.z, hk = blockIdx.y, n0 = int64_t(blockIdx.x) * kBlockN;
+  int64_t q0, Sq, k0, Sk;
+  a.seqs.span(b, &q0, &Sq, &k0, &Sk);
+  if (n0 >= Sk) return;
+  const int64_t n_last = (n0 + kBlockN < Sk ? n0 + kBlockN : Sk) - 1;
+  int64_t lo_a, hi_a, lo_b, hi_b;
+  a.mask.seen_by(n0, Sq, Sk, &lo_a, &hi_a);
+  a.mask.seen_by(n_last, Sq, Sk, &lo_b, &hi_b);
+  const int64_t m_begin = (lo_a < lo_b ? lo_a : lo_b) / kBlockM * kBlockM, m_end = hi_a > hi_b ? hi_a : hi_b;
+
+  const T* kb = a.k + b * f.k[0] + k0 * f.k[1] + hk * f.k[2];
+  const T* vb = a.v + b * f.v[0] + k0 * f.v[1] + hk * f.v[2];
+  load_tile<T, kBlockN, D, kStride, kThreads>(sK, kb, f.k[1], n0, Sk);
+  load_tile<T, kBlockN, D, kStride, kThreads>(sV, vb, f.v[1], n0, Sk);
+  sm80::cp_async_commit();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, tig = lane % 4;
+  // ldmatrix row addresses (mma_sm80.cuh): A from rows of [row][k] storage, B from rows of
+  // [n][k] storage, B from [k][n] storage (.trans), A from [k][m] storage (.trans).
+  const int a_rows = lane % 8 + (lane / 8 % 2) * 8, a_cols = (lane / 16) * 8;
+  const int b_rows = lane % 8 + (lane / 16) * 8, b_cols = (lane / 8 % 2) * 8;
+  const T* k_as_a = sK + (warp * 16 + a_rows) * kStride + a_cols;
+  const T* v_as_a = sV + (warp * 16 + a_rows) * kStride + a_cols;
+  const T* q_as_b = sQ + b_rows * kStride + b_cols;
+  const T* do_as_b = sdO + b_rows * kStride + b_cols;
+  const T* q_as_bt = sQ + a_rows * kStride + a_cols;  // the .trans B layout uses the A addressing
+  const T* do_as_bt = sdO + a_rows * kStride + a_cols;
+  const T* k_as_bt = sK + a_rows * kStride + a_cols;
+  const T* ds_as_at = sdS + b_rows * kSStride + b_cols;
+
+  float dk[Tile::kDTiles][4] = {}, dv[Tile::kDTiles][4] = {};
+  const float scale_log2 = a.mask.scale * kLog2e;
+  const int dq_row_tile = warp % Tile::kQRowTiles, dq_first_tile = warp / Tile::kQRowTiles * Tile::kDqTiles;
+
+  // The (query head, query tile) steps, the next one's Q, dO, lse and delta loading (cp.async and
+  // plain loads into the other stage) while this one is computed.
+  const int64_t m_tiles = m_end > m_begin ? (m_end - m_begin + kBlockM - 1) / kBlockM : 0;
+  const int64_t steps = m_tiles * f.group;
+  const auto load_step = [&](int64_t step, int stage) {
+    const int64_t h = hk * f.group + step / m_tiles, m0 = m_begin + step % m_tiles * kBlockM;
+    load_tile<T, kBlockM, D, kStride, kThreads>(sQ + stage * kBlockM * kStride,
+                                                a.q + b * f.q[0] + q0 * f.q[1] + h * f.q[2], f.q[1], m0, Sq);
+    load_tile<T, kBlockM, D, kStride, kThreads>(sdO + stage * kBlockM * kStride,
+                                                a.dout + b * a.g.dout[0] + q0 * a.g.dout[1] + h * a.g.dout[2],
+                                                a.g.dout[1], m0, Sq);
+    sm80::cp_async_commit();
+    if (threadIdx.x < kBlockM) {
+      const int64_t i = m0 + threadIdx.x;
+      sLse[stage * kBlockM + threadIdx.x] =
+          i < Sq ? a.lse[b * f.lse[0] + h * f.lse[1] + (q0 + i) * f.lse[2]] * kLog2e : 0.0f;
+      sDelta[stage * kBlockM + threadIdx.x] = i < Sq ? a.delta[(b * f.Hq + h) * a.max_rows + i] : 0.0f;
+    }
+  };
+  if (steps > 0) load_step(0, 0);
+  for (int64_t step = 0; step < steps; ++step) {
+    const int stage = int(step & 1);
+    const int64_t h = hk * f.group + step / m_tiles, m0 = m_begin + step % m_tiles * kBlockM;
+    if (step + 1 < steps) {  // the other stage was last read before the previous step's second barrier
+      load_step(step + 1, stage ^ 1);
+      sm80::cp_async_wait<1>();
+    } else {
+      sm80::cp_async_wait<0>();
+    }
+    __syncthreads();  // this stage's tiles are in; the previous step's dQ no longer reads dSᵀ
+    const int stage_offset = stage * kBlockM * kStride;
+    const float* lse_s = sLse + stage * kBlockM;
+    const float* delta_s = sDelta + stage * kBlockM;
+    // Whether every (key, query) pair of this warp's 16 keys and the tile's queries is visible.
+    const int64_t j_first = n0 + warp * 16, j_last = j_first + 15, i_last = m0 + kBlockM - 1;
+    const bool all_visible = sees(a.mask, m0, j_first, Sq, Sk) && sees(a.mask, m0, j_last, Sq, Sk) &&
+                             sees(a.mask, i_last, j_first, Sq, Sk) && sees(a.mask, i_last, j_last, Sq, Sk);
+    float st[Tile::kMTiles][4] = {}, dpt[Tile::kMTiles][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t ak[4], av[4];
+      sm80::ldmatrix_x4(ak, k_as_a + kk * 16);
+      sm80::ldmatrix_x4(av, v_as_a + kk * 16);
+#pragma unroll
+      for (int p = 0; p < Tile::kMTiles / 2; ++p) {
+        uint32_t bq[4], bd[4];
+        sm80::ldmatrix_x4(bq, q_as_b + stage_offset + p * 16 * kStride + kk * 16);
+        sm80::ldmatrix_x4(bd, do_as_b + stage_offset + p * 16 * kStride + kk * 16);
+        sm80::mma_16816<E>(st[2 * p], ak, bq[0], bq[1]);
+        sm80::mma_16816<E>(st[2 * p + 1], ak, bq[2], bq[3]);
+        sm80::mma_16816<E>(dpt[2 * p], av, bd[0], bd[1]);
+        sm80::mma_16816<E>(dpt[2 * p + 1], av, bd[2], bd[3]);
+      }
+    }
+    // Pᵀ and dSᵀ, element (key warp*16 + group + 8 (c / 2), query 8t + 2 tig + c % 2).
+#pragma unroll
+    for (int t = 0; t < Tile::kMTiles; ++t) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int qi = t * 8 + tig * 2 + (c & 1);
+        const int64_t j = n0 + warp * 16 + group + (c / 2) * 8;
+        const bool visible = all_visible || sees(a.mask, m0 + qi, j, Sq, Sk);
+        const float p = visible ? sm80::fast_exp2(st[t][c] * scale_log2 - lse_s[qi]) : 0.0f;
+        dpt[t][c] = visible ? p * (dpt[t][c] - delta_s[qi]) : 0.0f;
+        st[t][c] = p;
+      }
+      // dSᵀ to shared memory for dQ (the rows of this warp's keys).
+      T* row = sdS + (warp * 16 + group) * kSStride + t * 8 + tig * 2;
+      *reinterpret_cast<uint32_t*>(row) = sm80::pack2<E>(dpt[t][0], dpt[t][1]);
+      *reinterpret_cast<uint32_t*>(row + 8 * kSStride) = sm80::pack2<E>(dpt[t][2], dpt[t][3]);
+    }
+    // dV += Pᵀ dO, dK += dSᵀ Q: the queries are the k dimension.
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      uint32_t pa[4], da[4];
+      probabilities_as_a<E>(st, kk, pa);
+      probabilities_as_a<E>(dpt, kk, da);
+#pragma unroll
+      for (int p = 0; p < Tile::kDTiles / 2; ++p) {
+        uint32_t bd[4], bq[4];
+        sm80::ldmatrix_x4_trans(bd, do_as_bt + stage_offset + kk * 16 * kStride + p * 16);
+        sm80::ldmatrix_x4_trans(bq, q_as_bt + stage_offset + kk * 16 * kStride + p * 16);
+        sm80::mma_16816<E>(dv[2 * p], pa, bd[0], bd[1]);
+        sm80::mma_16816<E>(dv[2 * p + 1], pa, bd[2], bd[3]);
+        sm80::mma_16816<E>(dk[2 * p], da, bq[0], bq[1]);
+        sm80::mma_16816<E>(dk[2 * p + 1], da, bq[2], bq[3]);
+      }
+    }
+    __syncthreads();  // dSᵀ complete
+    // dQ (this warp: row tile dq_row_tile, n-tiles from dq_first_tile) += dS K, the keys the k
+    // dimension; added, scaled, into the f32 accumulator.
+    float dq[Tile::kDqTiles][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      uint32_t ad[4];
+      sm80::ldmatrix_x4_trans(ad, ds_as_at + kk * 16 * kSStride + dq_row_tile * 16);
+#pragma unroll
+      for (int p = 0; p < Tile::kDqTiles / 2; ++p) {
+        uint32_t bk[4];
+        sm80::ldmatrix_x4_trans(bk, k_as_bt + kk * 16 * kStride + (dq_first_tile + 2 * p) * 8);
+        sm80::mma_16816<E>(dq[2 * p], ad, bk[0], bk[1]);
+        sm80::mma_16816<E>(dq[2 * p + 1], ad, bk[2], bk[3]);
+      }
+    }
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int64_t i = m0 + dq_row_tile * 16 + group + hh * 8;
+      if (i >= Sq) continue;
+      float* acc = dq_accum + ((b * accum_batch_rows + q0 + i) * f.Hq + h) * D;
+#pragma unroll
+      for (int t = 0; t < Tile::kDqTiles; ++t) {
+        const int d = (dq_first_tile + t) * 8 + tig * 2;
+        add_pair(acc + d, dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
+      }
+    }
+  }
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t j = n0 + warp * 16 + group + hh * 8;
+    if (j >= Sk) continue;
+    T* dk_row = a.dk + b * a.g.dk[0] + (k0 + j) * a.g.dk[1] + hk * a.g.dk[2];
+    T* dv_row = a.dv + b * a.g.dv[0] + (k0 + j) * a.g.dv[1] + hk * a.g.dv[2];
+#pragma unroll
+    for (int t = 0; t < Tile::kDTiles; ++t) {
+      const int d = t * 8 + tig * 2;
+      *reinterpret_cast<uint32_t*>(dk_row + d) =
+          sm80::pack2<E>(dk[t][2 * hh] * a.mask.scale, dk[t][2 * hh + 1] * a.mask.scale);
+      *reinterpret_cast<uint32_t*>(dv_row + d) = sm80::pack2<E>(dv[t][2 * hh], dv[t][2 * hh + 1]);
+    }
+  }
+}
+
+// dq = the f32 accumulator in dq's dtype, for every row of the call (rows no sequence covers hold 0).
+template <class E>
+__global__ void convert_dq_kernel(BackwardArgs<typename E::T> a, const float* dq_accum, int64_t batches, int64_t rows,
+                                  const int* flag) {
+  if (*flag != 0) return;
+  const AttnLayout& f = a.g.fwd;
+  const int64_t n = batches * rows * f.Hq * f.D;
+  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < n; x += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t d = x % f.D, h = x / f.D % f.Hq, i = x / (f.D * f.Hq) % rows, b = x / (f.D * f.Hq * rows);
+    a.dq[b * a.g.dq[0] + i * a.g.dq[1] + h * a.g.dq[2] + d] = E::store(dq_accum[x]);
+  }
+}
+
+template <class E, class Tile>
+xhal_status launch_mma_backward(const xhal_op_call* c, const AttnProblem& problem, int64_t max_keys, char* msg,
+                                size_t len) {
+  using T = typename E::T;
+  BackwardArgs<T> a = backward_args<T>(c, problem, max_keys);
+  const AttnLayout& f = a.g.fwd;
+  if (f.Hq == 0) return XHAL_OK;
+  const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
+  const int64_t batches = problem.batched ? a.seqs.batch : 1, rows = problem.batched ? q->shape[1] : q->shape[0];
+  const int64_t row_tasks = a.seqs.batch * f.Hq * a.max_rows, accum = batches * rows * f.Hq * f.D;
+  const size_t delta_bytes = (size_t(row_tasks) * 4 + 255) / 256 * 256, accum_bytes = size_t(accum) * 4;
+  void* scratch = nullptr;
+  if (const xhal_status s = c->host->scratch_alloc(c->host->ctx, c->device, delta_bytes + accum_bytes + 256, c->stream,
+                                                   &scratch, msg, len);
+      s != XHAL_OK) {
+    return s;
+  }
+  auto* base = static_cast<char*>(scratch);
+  a.delta = reinterpret_cast<float*>(base);
+  auto* dq_accum = reinterpret_cast<float*>(base + delta_bytes);
+  auto* flag = reinterpret_cast<int*>(base + delta_bytes + accum_bytes);
+  a.only_if = flag;
+  auto stream = static_cast<gpuStream_t>(c->stream);
+  xhal_status s = gpuMemsetAsync(dq_accum, 0, accum_bytes + 256, stream) == gpuSuccess
+                      ? XHAL_OK
+                      : kernel_error(msg, len, XHAL_ERR_DEVICE, "attention_backward: clearing dq's accumulator failed");
+  const int64_t sms = multiprocessor_count(c->device);
+  if (s == XHAL_OK) {
+    if (row_tasks > 0) prepare_rows_kernel<E><<<grid_for(row_tasks, 4, 64 * sms), 128, 0, stream>>>(a, flag);
+    scan_keys_kernel<E>
+        <<<grid_for(a.seqs.batch * max_keys * (f.Hq / f.group) * (f.D + f.Dv), 256, 32 * sms), 256, 0, stream>>>(a,
+                                                                                                                 flag);
+    s = launch_status(msg, len, "attention_backward (delta and the non-finite scan)");
+  }
+  if (s == XHAL_OK && max_keys > 0 && a.seqs.batch > 0) {
+    static const bool shared_raised = [] {
+      allow_shared_bytes(dkdv_mma_kernel<E, Tile>, Tile::kSharedBytes);
+      return true;
+    }();
+    (void)shared_raised;
+    const dim3 grid(unsigned((max_keys + Tile::kBlockN - 1) / Tile::kBlockN), unsigned(f.Hq / f.group),
+                    unsigned(a.seqs.batch));
+    dkdv_mma_kernel<E, Tile>
+        <<<grid, Tile::kThreads, Tile::kSharedBytes, stream>>>(a, dq_accum, problem.batched ? rows : 0, flag);
+    s = launch_status(msg, len, "attention_backward (tensor cores)");
+  }
+  if (s == XHAL_OK) {
+    convert_dq_kernel<E><<<grid_for(accum, 256, 32 * sms), 256, 0, stream>>>(a, dq_accum, batches, rows, flag);
+    s = launch_status(msg, len, "attention_backward (dq)");
+  }
+  // Where the inputs held non-finite values, the generic passes (small grids: they exit at once
+  // otherwise); the varlen tails in any case.
+  if (s == XHAL_OK) s = launch_gradient_passes<E>(c, a, problem.batched, 2 * sms, msg, len);
+  // The allocator is stream-ordered: the scratch is reused only after these kernels.
+  c->host->scratch_free(c->host->ctx, c->device, scratch);
+  return s;
+}
+
+template <class E>
+xhal_status launch_for_head_dim(const xhal_op_call* c, const AttnProblem& problem, int64_t max_keys, char* msg,
+                                size_t len) {
+  const int64_t D = c->tensors[XHAL_ATTENTION_BACKWARD_Q]->shape[c->tensors[XHAL_ATTENTION_BACKWARD_Q]->ndim - 1];
+  return D == 64 ? launch_mma_backward<E, BackwardTile<64, 64>>(c, problem, max_keys, msg, len)
+                 : launch_mma_backward<E, BackwardTile<128, 64>>(c, problem, max_keys, msg, len);
+}
+
+template <class E>
+struct MmaAttentionBackward {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    return launch_for_head_dim<E>(c, dense_problem(c), c->tensors[XHAL_ATTENTION_BACKWARD_K]->shape[1], msg, len);
+  }
+};
+
+template <class E>
+struct MmaAttentionVarlenBackward {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    return launch_for_head_dim<E>(c, varlen_problem(c), kernels::op_params<xhal_attention_op_params>(c).max_seqlen_k,
+                                  msg, len);
+  }
+};
+
+// The forward flash kernel's conditions on q, k, v and out, D in {64, 128}, no softcap, dout's
+// rows 16-byte aligned and dk, dv 4-byte aligned pairs; not in deterministic mode (dq's atomics).
+const char* mma_backward_supports(void* ctx, const xhal_op_call* c) {
+  if (const char* why = flash_supports(ctx, c)) return why;
+  const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
+  const int64_t D = q->shape[q->ndim - 1];
+  if (D != 64 && D != 128) return "head dim not 64 or 128";
+  if (kernels::op_params<xhal_attention_op_params>(c).softcap > 0.0f) return "softcap (the generic kernel has it)";
+  if (kernels::deterministic(c)) return "deterministic mode: dq is added with atomics";
+  const DLTensor* dout = c->tensors[XHAL_ATTENTION_BACKWARD_DOUT];
+  if (reinterpret_cast<uintptr_t>(dout->data) % 16 != 0) return "dout not 16-byte aligned";
+  for (int d = 0; d + 1 < dout->ndim; ++d) {
+    if ((dout->strides[d] * 2) % 16 != 0) return "dout strides not multiples of 8 elements";
+  }
+  for (const DLTensor* g : {c->tensors[XHAL_ATTENTION_BACKWARD_DK], c->tensors[XHAL_ATTENTION_BACKWARD_DV]}) {
+    if (reinterpret_cast<uintptr_t>(g->data) % 4 != 0) return "dk or dv not 4-byte aligned";
+    for (int d = 0; d + 1 < g->ndim; ++d) {
+      if (g->strides[d] % 2 != 0) return "dk or dv strides not even";
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+XHAL_REGISTER_KERNELS(host) {
+  const kernels::KernelTraits mma{10, false, mma_backward_supports};
+  register_half_kernels<MmaAttentionBackward>(host, "cuda.attention_backward_mma", XHAL_OP_ATTENTION_BACKWARD, mma);
+  register_half_kernels<MmaAttentionVarlenBackward>(host, "cuda.attention_varlen_backward_mma",
+                                                    XHAL_OP_ATTENTION_VARLEN_BACKWARD, mma);
+}
+
+}  // namespace xhal::gpu
+
+#endif
