@@ -1,8 +1,11 @@
 // train_llama: trains a small Llama-style model through xhal ops alone, on synthetic sequences from
 // a fixed random bigram model (ngram_data.hpp), on the default device (BACKEND_TYPE). Prints the
-// loss, the gradient norm and tokens/s per step.
+// loss, the gradient norm and tokens/s per step, then the median step time and the model FLOP
+// utilisation (MFU: 6 flops per parameter per token for the matrices, the lm head included and the
+// embedding table not, plus 12 · layers · hidden · seq for attention, PaLM's count; against
+// --peak-tflops, default 989, the H100/H200 SXM's dense bf16 rate).
 //   --steps N --lr X --batch B --seq S --layers L --hidden H --vocab V --dtype f32|f16|bf16
-//   --seed N
+//   --seed N --peak-tflops X --head-dim D (64)
 //   --loss-below X   exit 1 unless the last step's loss is below X (the ctest's check)
 //   --compare cpu    run every step on the CPU backend too, from the same parameters and batches:
 //                    print both losses per step and, after the first, the largest relative
@@ -34,6 +37,7 @@ struct Options {
   float lr = 3e-3f, max_grad_norm = 1.0f;
   uint64_t seed = 1;
   double loss_below = 0;  // 0: no check
+  double peak_tflops = 989;
   bool compare_cpu = false;
 };
 
@@ -59,6 +63,10 @@ Options parse(int argc, char** argv) {
       o.model.vocab = std::stoll(value);
     } else if (flag == "--seed") {
       o.seed = std::stoull(value);
+    } else if (flag == "--peak-tflops") {
+      o.peak_tflops = std::stod(value);
+    } else if (flag == "--head-dim") {
+      o.model.head_dim = std::stoll(value);
     } else if (flag == "--loss-below") {
       o.loss_below = std::stod(value);
     } else if (flag == "--compare") {
@@ -74,7 +82,9 @@ Options parse(int argc, char** argv) {
     }
   }
   ModelConfig& m = o.model;
-  if (m.hidden <= 0 || m.hidden % m.head_dim != 0) throw std::invalid_argument("--hidden: a multiple of 64");
+  if (m.head_dim <= 0 || m.hidden <= 0 || m.hidden % m.head_dim != 0) {
+    throw std::invalid_argument("--hidden: a positive multiple of --head-dim");
+  }
   if (o.steps < 1 || m.batch < 1 || m.seq < 1 || m.layers < 1 || m.vocab < 2) {
     throw std::invalid_argument("--steps, --batch, --seq, --layers >= 1 and --vocab >= 2");
   }
@@ -115,12 +125,14 @@ int run(const Options& o) {
   std::vector<int32_t> inputs, labels;
   double last_loss = 0;
   bool agree = true;
+  std::vector<double> step_seconds;
   for (int64_t step = 1; step <= o.steps; ++step) {
     data.next_batch(m.batch, m.seq, &inputs, &labels);
     const float lr = o.lr * float(std::min<int64_t>(step, 10)) / 10.0f;  // linear warmup over 10 steps
     const auto t0 = std::chrono::steady_clock::now();
     const train_llama::StepResult r = trainer.step(inputs, labels, lr, o.max_grad_norm, step);
     const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    if (step > 3) step_seconds.push_back(dt.count());  // the first steps load kernels and warm caches
     std::printf("step %4lld  loss %.4f  grad norm %.4f  %.0f tokens/s", (long long)step, r.loss, r.grad_norm,
                 double(m.tokens()) / dt.count());
     if (reference) {
@@ -143,6 +155,15 @@ int run(const Options& o) {
     }
     std::printf("\n");
     last_loss = r.loss;
+  }
+  if (!step_seconds.empty()) {
+    std::sort(step_seconds.begin(), step_seconds.end());
+    const double median = step_seconds[step_seconds.size() / 2];
+    const double matrices = double(init.size() - size_t(m.vocab * m.hidden));
+    const double flops = double(m.tokens()) * (6.0 * matrices + 12.0 * double(m.layers * m.hidden * m.seq));
+    std::printf("median step (steps 4-%lld): %.2f ms, %.0f tokens/s, %.1f model TFLOP/s, MFU %.1f%% of %.0f TFLOP/s\n",
+                (long long)o.steps, median * 1e3, double(m.tokens()) / median, flops / median / 1e12,
+                100.0 * flops / median / 1e12 / o.peak_tflops, o.peak_tflops);
   }
   if (o.compare_cpu) {
     std::printf("%s: losses within %.0e of the cpu's at every step, gradients within %.0e after step 1\n",
