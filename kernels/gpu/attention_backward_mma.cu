@@ -1,5 +1,5 @@
 // attention_backward and attention_varlen_backward on tensor cores (mma.sync, sm_80+), f16/bf16,
-// D == Dv in {64, 128}, FlashAttention-2 style. A block of 4 warps owns 64 keys of one (sequence,
+// D == Dv in {64, 128}, FlashAttention-2 style. A block of 8 warps owns 128 keys of one (sequence,
 // kv head), 16 per warp, and walks the query tiles (64 rows) of every query head of its group
 // that see any of them, the next tile's Q, dO, lse and delta loading while one is computed. Per
 // tile, with Q, dO, lse and delta staged in shared memory:
@@ -29,9 +29,10 @@ using attention_backward::launch_gradient_passes;
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int D_, int BlockM_>
+// kWarps warps of 16 keys each: a block owns kBlockN = 16 kWarps keys.
+template <int D_, int BlockM_, int Warps_>
 struct BackwardTile {
-  static constexpr int D = D_, kBlockM = BlockM_, kBlockN = 64, kWarps = 4, kThreads = 128;
+  static constexpr int D = D_, kBlockM = BlockM_, kWarps = Warps_, kBlockN = 16 * kWarps, kThreads = 32 * kWarps;
   static constexpr int kStride = D + 8;  // K, V, Q, dO rows in shared memory, in elements
   static constexpr int kSStride = kBlockM + 8;  // dSᵀ rows
   static constexpr int kMTiles = kBlockM / 8, kDTiles = D / 8;
@@ -367,8 +368,8 @@ template <class E>
 xhal_status launch_for_head_dim(const xhal_op_call* c, const AttnProblem& problem, int64_t max_keys, char* msg,
                                 size_t len) {
   const int64_t D = c->tensors[XHAL_ATTENTION_BACKWARD_Q]->shape[c->tensors[XHAL_ATTENTION_BACKWARD_Q]->ndim - 1];
-  return D == 64 ? launch_mma_backward<E, BackwardTile<64, 64>>(c, problem, max_keys, msg, len)
-                 : launch_mma_backward<E, BackwardTile<128, 64>>(c, problem, max_keys, msg, len);
+  return D == 64 ? launch_mma_backward<E, BackwardTile<64, 64, 8>>(c, problem, max_keys, msg, len)
+                 : launch_mma_backward<E, BackwardTile<128, 64, 8>>(c, problem, max_keys, msg, len);
 }
 
 template <class E>
