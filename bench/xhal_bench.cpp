@@ -443,11 +443,12 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
 
   // attention_backward: dq, dk, dv from dout and the forward's out and lse, which the setup runs
   // once. Its flops are 2.5 times the forward's (five matrix products of the forward's size instead
-  // of two: S, dP, dV, dQ, dK); it reads q, k, v, out, dout and writes dq, dk, dv.
-  for (bool causal : {true, false}) {
+  // of two: S, dP, dV, dQ, dK); it reads q, k, v, out, dout and writes dq, dk, dv. Head dims 128
+  // and 64 (the training targets name both).
+  for (const auto& [causal, D] : {std::pair{true, D}, {false, D}, {true, int64_t(64)}, {false, int64_t(64)}}) {
     const double flops = 2.5 * 4.0 * B * H * S * S * D / (causal ? 2.0 : 1.0);
     add(fmt::format("attention_backward/{}/B{}_H{}_S{}_D{}/{}", causal ? "causal" : "full", B, H, S, D, tn),
-        8.0 * B * S * H * D * e, flops, Bound::compute, [=] {
+        8.0 * B * S * H * D * e, flops, Bound::compute, [=, D = D, causal = causal] {
           Tensor q = random_tensor({B, S, H, D}, dt, dev), k = random_tensor({B, S, H, D}, dt, dev);
           Tensor v = random_tensor({B, S, H, D}, dt, dev), out = Tensor::empty({B, S, H, D}, dt, dev);
           Tensor dout = random_tensor({B, S, H, D}, dt, dev), lse = Tensor::empty({B, H, S}, DType::f32, dev);

@@ -260,6 +260,13 @@ const std::vector<BadCall>& bad_calls() {
                                  TensorView(b.out.data() + 64, DType::f32, V{1, 4, 2, 8}),
                                  TensorView(b.out.data() + 128, DType::f32, V{1, 4, 1, 8}));
        }},
+      {"no query heads", Errc::invalid_argument, "attention_backward", "q",
+       [](Buffers& b) {
+         ops::attention_backward(b.f32({1, 4, 0, 8}), b.f32({1, 4, 0, 8}), b.f32({1, 4, 1, 8}), b.f32({1, 4, 1, 8}),
+                                 b.f32({1, 4, 0, 8}), b.f32({1, 0, 4}), b.o32({1, 4, 0, 8}),
+                                 TensorView(b.out.data() + 64, DType::f32, V{1, 4, 1, 8}),
+                                 TensorView(b.out.data() + 96, DType::f32, V{1, 4, 1, 8}));
+       }},
       {"dout shape", Errc::invalid_argument, "attention_varlen_backward", "dout",
        [](Buffers& b) {
          ops::attention_varlen_backward(b.f32({5, 2, 8}), b.f32({4, 2, 8}), b.f32({4, 1, 8}), b.f32({4, 1, 8}),

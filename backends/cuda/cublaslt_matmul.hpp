@@ -41,4 +41,8 @@ inline int64_t leading_dim(const DLTensor* t) {
   return ld > 1 ? ld : 1;
 }
 
+// Whether a row-major 2-d tensor's rows are apart (cuBLASLt needs a leading dimension of at least
+// the row length; a broadcast or overlapping view goes to the tiled kernel).
+inline bool rows_apart(const DLTensor* t) { return t->shape[0] <= 1 || t->strides[0] >= t->shape[1]; }
+
 }  // namespace xhal::cuda

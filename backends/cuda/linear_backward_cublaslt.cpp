@@ -55,6 +55,11 @@ const char* supports(void*, const xhal_op_call* call) {
   const DLTensor* dout = call->tensors[XHAL_LINEAR_BACKWARD_DOUT];
   if (call->tensors[XHAL_LINEAR_BACKWARD_DX] != nullptr && dout->shape[1] == 0) return "dx of an empty sum (N = 0)";
   if (call->tensors[XHAL_LINEAR_BACKWARD_DW] != nullptr && dout->shape[0] == 0) return "dw of an empty sum (M = 0)";
+  for (int slot : {XHAL_LINEAR_BACKWARD_DOUT, XHAL_LINEAR_BACKWARD_X, XHAL_LINEAR_BACKWARD_W, XHAL_LINEAR_BACKWARD_DX,
+                   XHAL_LINEAR_BACKWARD_DW}) {
+    const DLTensor* t = call->tensors[slot];
+    if (t != nullptr && !rows_apart(t)) return "rows overlap (a leading dimension below the row length)";
+  }
   return nullptr;
 }
 

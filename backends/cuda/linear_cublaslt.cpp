@@ -26,6 +26,9 @@ xhal_status run_linear(const xhal_op_call* call, char* msg, size_t len) {
 const char* supports(void*, const xhal_op_call* call) {
   const DLTensor* bias = call->tensors[XHAL_LINEAR_BIAS];
   if (bias != nullptr && bias->shape[0] > 1 && bias->strides[0] != 1) return "bias must be contiguous";
+  for (int slot : {XHAL_LINEAR_X, XHAL_LINEAR_W, XHAL_LINEAR_OUT}) {
+    if (!rows_apart(call->tensors[slot])) return "rows overlap (a leading dimension below the row length)";
+  }
   return nullptr;
 }
 

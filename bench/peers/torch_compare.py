@@ -753,9 +753,10 @@ def run_cases(ctx, shapes):
     for causal in (True, False):
         section(ctx, "attention", f"B{B} H{H} S{S} D128 {'causal' if causal else 'full'}",
                 case_attention, B, H, S, 128, causal)
-    for causal in (True, False):
-        section(ctx, "attention_backward", f"B{B} H{H} S{S} D128 {'causal' if causal else 'full'}",
-                case_attention_backward, B, H, S, 128, causal)
+    for D in (128, 64):
+        for causal in (True, False):
+            section(ctx, "attention_backward", f"B{B} H{H} S{S} D{D} {'causal' if causal else 'full'}",
+                    case_attention_backward, B, H, S, D, causal)
     B, L = shapes["paged"]
     section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
     for M, N, K in shapes["linear"]:

@@ -43,14 +43,18 @@ struct LinearBackwardBlas {
     const TensorRef<const S> dout(dout_t), x(x_t), w(w_t);
     const TensorRef<S> dx(dx_t), dw(dw_t), dbias(c->tensors[XHAL_LINEAR_BACKWARD_DBIAS]);
     const int64_t M = dout.size(0), N = dout.size(1), K = x.size(1);
-    if (dbias) column_sums<E>(dout, dbias.data, dbias.stride(0));
     // A gradient whose sum is empty (N = 0 for dx, M = 0 for dw) is zero; one without elements
     // (K = 0) has nothing to write.
     const bool want_dx = dx && M > 0 && K > 0, want_dw = dw && N > 0 && K > 0;
     if (want_dx && N == 0) fill_zero<E>(dx);
     if (want_dw && M == 0) fill_zero<E>(dw);
     const bool gemm_dx = want_dx && N > 0, gemm_dw = want_dw && M > 0;
-    if (!gemm_dx && !gemm_dw) return XHAL_OK;
+    // dbias last, once nothing can fail (the 16-bit path's scratch may be refused).
+    const auto bias_gradient = [&] {
+      if (dbias) column_sums<E>(dout, dbias.data, dbias.stride(0));
+      return XHAL_OK;
+    };
+    if (!gemm_dx && !gemm_dw) return bias_gradient();
     if constexpr (E::kDType == XHAL_DTYPE_F32) {
       if (gemm_dx) {
         gemm_nn(M, K, N, dout.data, blas_leading_dim(dout_t), w.data, blas_leading_dim(w_t), dx.data,
@@ -60,7 +64,7 @@ struct LinearBackwardBlas {
         gemm_tn(N, K, M, dout.data, blas_leading_dim(dout_t), x.data, blas_leading_dim(x_t), dw.data,
                 blas_leading_dim(dw_t), false);
       }
-      return XHAL_OK;
+      return bias_gradient();
     } else {
       // dout [M,N]; the operand (w [N,K] or x [M,K], one at a time); a panel of the gradient.
       const int64_t operand_rows = std::max(gemm_dx ? N : 0, gemm_dw ? M : 0);
@@ -93,7 +97,7 @@ struct LinearBackwardBlas {
           gemm_tn(rows, K, M, doutf.get() + n0, N, operand.get(), K, out, K, false);
         });
       }
-      return XHAL_OK;
+      return bias_gradient();
     }
   }
 };

@@ -51,6 +51,14 @@ struct BackwardArgs {
   Sequences seqs;
   int64_t max_rows, max_keys;
   Mask mask;
+
+  // Sequence b's span, cut at max_rows queries and max_keys keys (varlen's max_seqlen: the offsets
+  // are trusted on the device, as in the forward; docs/ops.md).
+  __device__ void span(int64_t b, int64_t* q0, int64_t* Sq, int64_t* k0, int64_t* Sk) const {
+    seqs.span(b, q0, Sq, k0, Sk);
+    *Sq = *Sq < max_rows ? *Sq : max_rows;
+    *Sk = *Sk < max_keys ? *Sk : max_keys;
+  }
 };
 
 // The score of query row q (f32, scaled) against key row k, softcapped; dcap = its derivative.
@@ -76,7 +84,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) delta_kernel(BackwardArgs<t
        task += int64_t(gridDim.x) * kWarps) {
     const int64_t i = task % a.max_rows, h = task / a.max_rows % f.Hq, b = task / a.max_rows / f.Hq;
     int64_t q0, Sq, k0, Sk;
-    a.seqs.span(b, &q0, &Sq, &k0, &Sk);
+    a.span(b, &q0, &Sq, &k0, &Sk);
     if (i >= Sq) continue;
     const typename E::T* o = a.out + b * f.o[0] + (q0 + i) * f.o[1] + h * f.o[2];
     const typename E::T* d = a.dout + b * a.g.dout[0] + (q0 + i) * a.g.dout[1] + h * a.g.dout[2];
@@ -100,7 +108,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) dq_kernel(BackwardArgs<type
   for (int64_t task = int64_t(blockIdx.x) * kWarps + warp; task < tasks; task += int64_t(gridDim.x) * kWarps) {
     const int64_t i = task % a.max_rows, h = task / a.max_rows % f.Hq, b = task / a.max_rows / f.Hq;
     int64_t q0, Sq, k0, Sk;
-    a.seqs.span(b, &q0, &Sq, &k0, &Sk);
+    a.span(b, &q0, &Sq, &k0, &Sk);
     if (i >= Sq) continue;
     const int64_t row = q0 + i, hk = h / f.group;
     const T* q = a.q + b * f.q[0] + row * f.q[1] + h * f.q[2];
@@ -156,7 +164,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) dkdv_kernel(BackwardArgs<ty
   for (int64_t task = int64_t(blockIdx.x) * kWarps + warp; task < tasks; task += int64_t(gridDim.x) * kWarps) {
     const int64_t j = task % a.max_keys, hk = task / a.max_keys % Hkv, b = task / a.max_keys / Hkv;
     int64_t q0, Sq, k0, Sk;
-    a.seqs.span(b, &q0, &Sq, &k0, &Sk);
+    a.span(b, &q0, &Sq, &k0, &Sk);
     if (j >= Sk) continue;
     const T* k = a.k + b * f.k[0] + (k0 + j) * f.k[1] + hk * f.k[2];
     const T* v = a.v + b * f.v[0] + (k0 + j) * f.v[1] + hk * f.v[2];

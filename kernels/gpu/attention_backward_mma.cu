@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(128) prepare_rows_kernel(BackwardArgs<typename
   for (int64_t task = int64_t(blockIdx.x) * 4 + threadIdx.x / kWarpSize; task < tasks; task += int64_t(gridDim.x) * 4) {
     const int64_t i = task % a.max_rows, h = task / a.max_rows % f.Hq, b = task / a.max_rows / f.Hq;
     int64_t q0, Sq, k0, Sk;
-    a.seqs.span(b, &q0, &Sq, &k0, &Sk);
+    a.span(b, &q0, &Sq, &k0, &Sk);
     if (i >= Sq) continue;
     const int64_t row = q0 + i;
     const typename E::T* o = a.out + b * f.o[0] + row * f.o[1] + h * f.o[2];
@@ -84,7 +84,7 @@ __global__ void scan_keys_kernel(BackwardArgs<typename E::T> a, int* flag) {
     const int64_t j = x / per_key % a.max_keys, b = x / per_key / a.max_keys, h = x % per_key / (f.D + f.Dv);
     const int64_t d = x % (f.D + f.Dv);
     int64_t q0, Sq, k0, Sk;
-    a.seqs.span(b, &q0, &Sq, &k0, &Sk);
+    a.span(b, &q0, &Sq, &k0, &Sk);
     if (j >= Sk) continue;
     const float value = d < f.D ? E::load(a.k[b * f.k[0] + (k0 + j) * f.k[1] + h * f.k[2] + d])
                                 : E::load(a.v[b * f.v[0] + (k0 + j) * f.v[1] + h * f.v[2] + d - f.D]);
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
   const AttnLayout& f = a.g.fwd;
   const int64_t b = blockIdx.z, hk = blockIdx.y, n0 = int64_t(blockIdx.x) * kBlockN;
   int64_t q0, Sq, k0, Sk;
-  a.seqs.span(b, &q0, &Sq, &k0, &Sk);
+  a.span(b, &q0, &Sq, &k0, &Sk);
   if (n0 >= Sk) return;
   const int64_t n_last = (n0 + kBlockN < Sk ? n0 + kBlockN : Sk) - 1;
   int64_t lo_a, hi_a, lo_b, hi_b;
@@ -277,6 +277,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
       }
     }
   }
+  sm80::cp_async_wait<0>();  // a block whose keys no query sees still has K and V in flight
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int64_t j = n0 + warp * 16 + group + hh * 8;
@@ -398,6 +399,11 @@ const char* mma_backward_supports(void* ctx, const xhal_op_call* c) {
   if (kernels::deterministic(c)) return "deterministic mode: dq is added with atomics";
   const DLTensor* dout = c->tensors[XHAL_ATTENTION_BACKWARD_DOUT];
   if (reinterpret_cast<uintptr_t>(dout->data) % 16 != 0) return "dout not 16-byte aligned";
+  if (dout->strides[dout->ndim - 3] > (int64_t(1) << 24)) return "dout's sequence stride above 2^24 elements";
+  const int64_t batch = c->op == XHAL_OP_ATTENTION_VARLEN_BACKWARD
+                            ? c->tensors[XHAL_ATTENTION_VARLEN_BACKWARD_CU_SEQLENS_Q]->shape[0] - 1
+                            : q->shape[0];
+  if (batch > 65535) return "more than 65535 sequences (a grid dimension)";
   for (int d = 0; d + 1 < dout->ndim; ++d) {
     if ((dout->strides[d] * 2) % 16 != 0) return "dout strides not multiples of 8 elements";
   }

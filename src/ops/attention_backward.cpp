@@ -11,6 +11,14 @@
 namespace xhal::ops {
 namespace {
 
+// A backward call with kv heads but no query head would have dk and dv of zeros to write and no
+// query to derive them from: refused (the forward allows it, its outputs being empty).
+void check_query_heads(const ArgChecks& check, int64_t Hq, int64_t Hkv) {
+  if (Hq == 0 && Hkv > 0) {
+    check.fail(XHAL_ATTENTION_BACKWARD_Q, "at least one query head when k has kv heads", "0 query heads");
+  }
+}
+
 // The tensors both ops share beyond q, k, v and the forward's own checks.
 struct Gradients {
   const TensorView &dout, &dq, &dk, &dv;
@@ -92,6 +100,7 @@ void attention_backward(const TensorView& dout, const TensorView& q, const Tenso
   check.dim(XHAL_ATTENTION_BACKWARD_K, k, 0, B, "batch of q");
   check_attention_out(check, out, q, v.size(3));
   check_head_ratio(check, Hq, k.size(2));
+  check_query_heads(check, Hq, k.size(2));
   check_lse(check, lse, {{B, "batch of q"}, {Hq, "query heads of q"}, {Sq, "query length of q"}});
   const Gradients g{dout, dq, dk, dv};
   check_gradients(check, g, q, k, v, out, lse, {});
@@ -118,6 +127,7 @@ void attention_varlen_backward(const TensorView& dout, const TensorView& q, cons
   check_key_value(check, XHAL_ATTENTION_BACKWARD_K, k, XHAL_ATTENTION_BACKWARD_V, v, 3, q);
   check_attention_out(check, out, q, v.size(2));
   check_head_ratio(check, Hq, k.size(1));
+  check_query_heads(check, Hq, k.size(1));
   check_lse(check, lse, {{Hq, "query heads of q"}, {Tq, "tokens of q"}});
   check_cu_seqlens(check, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k);
   for (const auto& [slot, t] : {std::pair{XHAL_ATTENTION_VARLEN_BACKWARD_CU_SEQLENS_Q, &cu_seqlens_q},
