@@ -92,6 +92,12 @@ __global__ void scan_keys_kernel(BackwardArgs<typename E::T> a, int* flag) {
   }
 }
 
+// 4 bytes global -> shared (cached in L1: neighbouring rows share lines); zero-filled when !valid.
+__device__ inline void cp_async_4(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sm80::smem_address(dst)), "l"(src),
+               "r"(valid ? 4 : 0));
+}
+
 // acc[0] += x, acc[1] += y: one vector atomic where the GPU has them (sm_90), else two.
 __device__ inline void add_pair(float* acc, float x, float y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -172,13 +178,17 @@ __global__ void __launch_bounds__(Tile::kThreads)
     load_tile<T, kBlockM, D, kStride, kThreads>(sdO + stage * kBlockM * kStride,
                                                 a.dout + b * a.g.dout[0] + q0 * a.g.dout[1] + h * a.g.dout[2],
                                                 a.g.dout[1], m0, Sq);
-    sm80::cp_async_commit();
+    // lse (natural log; scaled where it is used) and delta by cp.async too, in the same group: no
+    // thread waits on a global load at the top of a step. Rows past Sq get zeros.
     if (threadIdx.x < kBlockM) {
       const int64_t i = m0 + threadIdx.x;
-      sLse[stage * kBlockM + threadIdx.x] =
-          i < Sq ? a.lse[b * f.lse[0] + h * f.lse[1] + (q0 + i) * f.lse[2]] * kLog2e : 0.0f;
-      sDelta[stage * kBlockM + threadIdx.x] = i < Sq ? a.delta[(b * f.Hq + h) * a.max_rows + i] : 0.0f;
+      const bool valid = i < Sq;
+      const int64_t row = valid ? i : 0;
+      cp_async_4(sLse + stage * kBlockM + threadIdx.x, a.lse + b * f.lse[0] + h * f.lse[1] + (q0 + row) * f.lse[2],
+                 valid);
+      cp_async_4(sDelta + stage * kBlockM + threadIdx.x, a.delta + (b * f.Hq + h) * a.max_rows + row, valid);
     }
+    sm80::cp_async_commit();
   };
   if (steps > 0) load_step(0, 0);
   for (int64_t step = 0; step < steps; ++step) {
@@ -226,7 +236,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
         const int qi = t * 8 + tig * 2 + (c & 1);
         const int64_t j = n0 + warp * 16 + group + (c / 2) * 8;
         const bool visible = all_visible || sees(a.mask, m0 + qi, j, Sq, Sk);
-        const float p = visible ? sm80::fast_exp2(st[t][c] * scale_log2 - ((c & 1) ? lse2.y : lse2.x)) : 0.0f;
+        const float p = visible ? sm80::fast_exp2(st[t][c] * scale_log2 - ((c & 1) ? lse2.y : lse2.x) * kLog2e) : 0.0f;
         dpt[t][c] = visible ? p * (dpt[t][c] - ((c & 1) ? delta2.y : delta2.x)) : 0.0f;
         st[t][c] = p;
       }
