@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <dlpack/dlpack.h>
+#include "kernels/blas_layout.hpp"
 
 #include "xhal/plugin.h"
 
@@ -33,16 +33,7 @@ struct Matmul {
 // so that a caller can retry without the epilogue.
 xhal_status run_matmul(const xhal_op_call* call, const Matmul& mm, char* msg, size_t len);
 
-// The leading dimension cuBLASLt needs for a row-major 2-d tensor (a column-major matrix whose
-// columns are the tensor's rows): its row stride, or the row length when there is one row; at
-// least 1.
-inline int64_t leading_dim(const DLTensor* t) {
-  const int64_t ld = t->shape[0] > 1 ? t->strides[0] : t->shape[1];
-  return ld > 1 ? ld : 1;
-}
-
-// Whether a row-major 2-d tensor's rows are apart (cuBLASLt needs a leading dimension of at least
-// the row length; a broadcast or overlapping view goes to the tiled kernel).
-inline bool rows_apart(const DLTensor* t) { return t->shape[0] <= 1 || t->strides[0] >= t->shape[1]; }
+using kernels::blas_leading_dim;
+using kernels::blas_rows_apart;
 
 }  // namespace xhal::cuda

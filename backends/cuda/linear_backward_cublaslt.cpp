@@ -23,9 +23,9 @@ xhal_status run_linear_backward(const xhal_op_call* call, char* msg, size_t len)
   if (dx != nullptr && M > 0 && K > 0) {
     Matmul mm;
     mm.m = K, mm.n = M, mm.k = N;
-    mm.a = w->data, mm.lda = leading_dim(w);
-    mm.b = dout->data, mm.ldb = leading_dim(dout);
-    mm.d = dx->data, mm.ldd = leading_dim(dx);
+    mm.a = w->data, mm.lda = blas_leading_dim(w);
+    mm.b = dout->data, mm.ldb = blas_leading_dim(dout);
+    mm.d = dx->data, mm.ldd = blas_leading_dim(dx);
     s = run_matmul(call, mm, msg, len);
   }
   bool dbias_done = dbias == nullptr;
@@ -33,9 +33,9 @@ xhal_status run_linear_backward(const xhal_op_call* call, char* msg, size_t len)
     Matmul mm;
     mm.trans_b = CUBLAS_OP_T;
     mm.m = K, mm.n = N, mm.k = M;
-    mm.a = x->data, mm.lda = leading_dim(x);
-    mm.b = dout->data, mm.ldb = leading_dim(dout);
-    mm.d = dw->data, mm.ldd = leading_dim(dw);
+    mm.a = x->data, mm.lda = blas_leading_dim(x);
+    mm.b = dout->data, mm.ldb = blas_leading_dim(dout);
+    mm.d = dw->data, mm.ldd = blas_leading_dim(dw);
     if (!dbias_done && dbias->strides[0] == 1) {
       Matmul with_bias = mm;
       with_bias.epilogue = CUBLASLT_EPILOGUE_BGRADB, with_bias.bias = dbias->data;
@@ -58,7 +58,7 @@ const char* supports(void*, const xhal_op_call* call) {
   for (int slot : {XHAL_LINEAR_BACKWARD_DOUT, XHAL_LINEAR_BACKWARD_X, XHAL_LINEAR_BACKWARD_W, XHAL_LINEAR_BACKWARD_DX,
                    XHAL_LINEAR_BACKWARD_DW}) {
     const DLTensor* t = call->tensors[slot];
-    if (t != nullptr && !rows_apart(t)) return "rows overlap (a leading dimension below the row length)";
+    if (t != nullptr && !blas_rows_apart(t)) return "rows overlap (a leading dimension below the row length)";
   }
   return nullptr;
 }

@@ -14,9 +14,9 @@ xhal_status run_linear(const xhal_op_call* call, char* msg, size_t len) {
   Matmul mm;
   mm.trans_a = CUBLAS_OP_T;
   mm.m = N, mm.n = M, mm.k = K;
-  mm.a = w->data, mm.lda = leading_dim(w);
-  mm.b = x->data, mm.ldb = leading_dim(x);
-  mm.d = out->data, mm.ldd = leading_dim(out);
+  mm.a = w->data, mm.lda = blas_leading_dim(w);
+  mm.b = x->data, mm.ldb = blas_leading_dim(x);
+  mm.d = out->data, mm.ldd = blas_leading_dim(out);
   if (bias != nullptr) mm.epilogue = CUBLASLT_EPILOGUE_BIAS, mm.bias = bias->data;
   return run_matmul(call, mm, msg, len);
 }
@@ -27,7 +27,7 @@ const char* supports(void*, const xhal_op_call* call) {
   const DLTensor* bias = call->tensors[XHAL_LINEAR_BIAS];
   if (bias != nullptr && bias->shape[0] > 1 && bias->strides[0] != 1) return "bias must be contiguous";
   for (int slot : {XHAL_LINEAR_X, XHAL_LINEAR_W, XHAL_LINEAR_OUT}) {
-    if (!rows_apart(call->tensors[slot])) return "rows overlap (a leading dimension below the row length)";
+    if (!blas_rows_apart(call->tensors[slot])) return "rows overlap (a leading dimension below the row length)";
   }
   return nullptr;
 }

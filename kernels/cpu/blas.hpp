@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include <dlpack/dlpack.h>
+#include "kernels/blas_layout.hpp"
 
 namespace xhal::cpu {
 
@@ -17,9 +17,8 @@ std::string blas_summary();
 // (Prescott, SSE3): on a 16-core AVX-512 Xeon, 0.2 TFLOP/s against 1.1 with OPENBLAS_CORETYPE set.
 std::string blas_kernels_warning();
 
-// The leading dimension BLAS needs for a 2-d tensor: its row stride, or the row length for a
-// single row (BLAS wants at least that even where it is never used).
-inline int64_t blas_leading_dim(const DLTensor* t) { return t->shape[0] > 1 ? t->strides[0] : t->shape[1]; }
+using kernels::blas_leading_dim;
+using kernels::blas_rows_apart;
 
 #if defined(XHAL_HAVE_BLAS)
 // c[M,N] = a[M,K] · b[N,K]ᵀ, plus c when `accumulate`.

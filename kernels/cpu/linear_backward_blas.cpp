@@ -23,7 +23,7 @@ const char* blas_supports(void*, const xhal_op_call* c) {
   for (int slot : {XHAL_LINEAR_BACKWARD_DOUT, XHAL_LINEAR_BACKWARD_X, XHAL_LINEAR_BACKWARD_W, XHAL_LINEAR_BACKWARD_DX,
                    XHAL_LINEAR_BACKWARD_DW}) {
     const DLTensor* t = c->tensors[slot];
-    if (t != nullptr && blas_leading_dim(t) < std::max<int64_t>(1, t->shape[1])) return "rows overlap or run backwards";
+    if (t != nullptr && !blas_rows_apart(t)) return "rows overlap or run backwards";
   }
   return nullptr;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "blas.hpp"
+#include "dense_matrix.hpp"
 #include "element.hpp"
 #include "kernel_registration.hpp"
 #include "scratch.hpp"
@@ -20,7 +21,7 @@ constexpr int64_t kPanel = 1024;  // rows of w converted per sgemm
 const char* blas_supports(void*, const xhal_op_call* c) {
   for (int slot : {XHAL_LINEAR_X, XHAL_LINEAR_W, XHAL_LINEAR_OUT}) {
     const DLTensor* t = c->tensors[slot];
-    if (blas_leading_dim(t) < std::max<int64_t>(1, t->shape[1])) return "rows overlap or run backwards";
+    if (!blas_rows_apart(t)) return "rows overlap or run backwards";
   }
   return nullptr;
 }
@@ -53,8 +54,7 @@ struct LinearBlas {
       if (xf.get() == nullptr || wf.get() == nullptr || of.get() == nullptr) {
         return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "linear: no memory for the f32 copies of x and w");
       }
-#pragma omp parallel for schedule(static)
-      for (int64_t m = 0; m < M; ++m) load_row<E>(x.at(m, 0), xf.get() + m * K, K);
+      load_matrix<E>(x, xf.get());
       for (int64_t n0 = 0; n0 < N; n0 += panel) {
         const int64_t nb = std::min(panel, N - n0);
 #pragma omp parallel for schedule(static)

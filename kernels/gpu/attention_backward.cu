@@ -5,21 +5,10 @@
 namespace xhal::gpu {
 namespace {
 
-using attention_backward::launch_backward;
-
 template <class E>
 struct GenericAttentionBackward {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return launch_backward<E>(c, dense_problem(c), c->tensors[XHAL_ATTENTION_BACKWARD_K]->shape[1], msg, len);
-  }
-};
-
-// Keys per sequence up to max_seqlen_k; cu_seqlens are trusted as in the forward (docs/ops.md).
-template <class E>
-struct GenericAttentionVarlenBackward {
-  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return launch_backward<E>(c, varlen_problem(c), kernels::op_params<xhal_attention_op_params>(c).max_seqlen_k, msg,
-                              len);
+    return attention_backward::launch_backward<E>(c, msg, len);
   }
 };
 
@@ -29,8 +18,8 @@ XHAL_REGISTER_KERNELS(host) {
   const kernels::KernelTraits generic{0, true, attention_backward::generic_supports};
   register_float_kernels<GenericAttentionBackward>(host, XHAL_GPU_BACKEND ".attention_backward_generic",
                                                    XHAL_OP_ATTENTION_BACKWARD, generic);
-  register_float_kernels<GenericAttentionVarlenBackward>(host, XHAL_GPU_BACKEND ".attention_varlen_backward_generic",
-                                                         XHAL_OP_ATTENTION_VARLEN_BACKWARD, generic);
+  register_float_kernels<GenericAttentionBackward>(host, XHAL_GPU_BACKEND ".attention_varlen_backward_generic",
+                                                   XHAL_OP_ATTENTION_VARLEN_BACKWARD, generic);
 }
 
 }  // namespace xhal::gpu

@@ -243,6 +243,20 @@ __global__ void uncovered_gradients_kernel(BackwardArgs<typename E::T> a, const 
   }
 }
 
+// The sequences of a backward call and the most keys one has: the dense batch (k's length) or
+// varlen's spans (max_seqlen_k; cu_seqlens trusted on the device, as in the forward).
+struct BackwardProblem {
+  AttnProblem problem;
+  int64_t max_keys;
+};
+
+inline BackwardProblem backward_problem(const xhal_op_call* c) {
+  if (c->op == XHAL_OP_ATTENTION_VARLEN_BACKWARD) {
+    return {varlen_problem(c), kernels::op_params<xhal_attention_op_params>(c).max_seqlen_k};
+  }
+  return {dense_problem(c), c->tensors[XHAL_ATTENTION_BACKWARD_K]->shape[1]};
+}
+
 // The arguments of a call; delta and only_if are the caller's to set.
 template <class T>
 BackwardArgs<T> backward_args(const xhal_op_call* c, const AttnProblem& problem, int64_t max_keys) {
@@ -304,9 +318,9 @@ xhal_status launch_gradient_passes(const xhal_op_call* c, const BackwardArgs<typ
 
 // The generic kernel: deltas in scratch, then the gradient passes.
 template <class E>
-xhal_status launch_backward(const xhal_op_call* c, const AttnProblem& problem, int64_t max_keys, char* msg,
-                            size_t len) {
+xhal_status launch_backward(const xhal_op_call* c, char* msg, size_t len) {
   using T = typename E::T;
+  const auto [problem, max_keys] = backward_problem(c);
   BackwardArgs<T> a = backward_args<T>(c, problem, max_keys);
   const AttnLayout& f = a.g.fwd;
   if (f.Hq == 0) return XHAL_OK;

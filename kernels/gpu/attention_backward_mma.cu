@@ -321,9 +321,9 @@ __global__ void convert_dq_kernel(BackwardArgs<typename E::T> a, const float* dq
 }
 
 template <class E, class Tile>
-xhal_status launch_mma_backward(const xhal_op_call* c, const AttnProblem& problem, int64_t max_keys, char* msg,
-                                size_t len) {
+xhal_status launch_mma_backward(const xhal_op_call* c, char* msg, size_t len) {
   using T = typename E::T;
+  const auto [problem, max_keys] = attention_backward::backward_problem(c);
   BackwardArgs<T> a = backward_args<T>(c, problem, max_keys);
   const AttnLayout& f = a.g.fwd;
   if (f.Hq == 0) return XHAL_OK;
@@ -378,26 +378,13 @@ xhal_status launch_mma_backward(const xhal_op_call* c, const AttnProblem& proble
   return s;
 }
 
-template <class E>
-xhal_status launch_for_head_dim(const xhal_op_call* c, const AttnProblem& problem, int64_t max_keys, char* msg,
-                                size_t len) {
-  const int64_t D = c->tensors[XHAL_ATTENTION_BACKWARD_Q]->shape[c->tensors[XHAL_ATTENTION_BACKWARD_Q]->ndim - 1];
-  return D == 64 ? launch_mma_backward<E, BackwardTile<64, 64, 8>>(c, problem, max_keys, msg, len)
-                 : launch_mma_backward<E, BackwardTile<128, 64, 8>>(c, problem, max_keys, msg, len);
-}
-
+// Tiles by head dim (mma_backward_supports admits 64 and 128).
 template <class E>
 struct MmaAttentionBackward {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return launch_for_head_dim<E>(c, dense_problem(c), c->tensors[XHAL_ATTENTION_BACKWARD_K]->shape[1], msg, len);
-  }
-};
-
-template <class E>
-struct MmaAttentionVarlenBackward {
-  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return launch_for_head_dim<E>(c, varlen_problem(c), kernels::op_params<xhal_attention_op_params>(c).max_seqlen_k,
-                                  msg, len);
+    const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
+    return q->shape[q->ndim - 1] == 64 ? launch_mma_backward<E, BackwardTile<64, 64, 8>>(c, msg, len)
+                                       : launch_mma_backward<E, BackwardTile<128, 64, 8>>(c, msg, len);
   }
 };
 
@@ -434,8 +421,8 @@ const char* mma_backward_supports(void* ctx, const xhal_op_call* c) {
 XHAL_REGISTER_KERNELS(host) {
   const kernels::KernelTraits mma{10, false, mma_backward_supports};
   register_half_kernels<MmaAttentionBackward>(host, "cuda.attention_backward_mma", XHAL_OP_ATTENTION_BACKWARD, mma);
-  register_half_kernels<MmaAttentionVarlenBackward>(host, "cuda.attention_varlen_backward_mma",
-                                                    XHAL_OP_ATTENTION_VARLEN_BACKWARD, mma);
+  register_half_kernels<MmaAttentionBackward>(host, "cuda.attention_varlen_backward_mma",
+                                              XHAL_OP_ATTENTION_VARLEN_BACKWARD, mma);
 }
 
 }  // namespace xhal::gpu
