@@ -86,7 +86,7 @@ if want conformance; then
   note "conformance cuda: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda.log" | tr '\n' ' ')"
   grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda.log" | head -n 20
   # The same attention cases through the mma.sync kernel, which the wgmma one takes over on sm_90.
-  wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma"
+  wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma,cuda.attention_backward_wgmma"
   XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal_conformance" --gtest_filter='*Attention*/cuda_*' \
     >"$out/conformance-cuda-mma.log" 2>&1
   note "conformance cuda attention, wgmma disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-mma.log" | tr '\n' ' ')"

@@ -444,11 +444,20 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
   // attention_backward: dq, dk, dv from dout and the forward's out and lse, which the setup runs
   // once. Its flops are 2.5 times the forward's (five matrix products of the forward's size instead
   // of two: S, dP, dV, dQ, dK); it reads q, k, v, out, dout and writes dq, dk, dv. Head dims 128
-  // and 64 (the training targets name both).
-  for (const auto& [causal, D] : {std::pair{true, D}, {false, D}, {true, int64_t(64)}, {false, int64_t(64)}}) {
+  // and 64 (the training targets name both). On GPUs, D128 again in deterministic mode (dq's
+  // additions in a fixed order).
+  struct BackwardCase {
+    bool causal;
+    int64_t D;
+    bool deterministic;
+  };
+  std::vector<BackwardCase> backward_cases = {{true, D, false}, {false, D, false}, {true, 64, false}, {false, 64, false}};
+  if (dev.type != xhal::DeviceType::cpu) backward_cases.insert(backward_cases.end(), {{true, D, true}, {false, D, true}});
+  for (const auto& [causal, D, deterministic] : backward_cases) {
     const double flops = 2.5 * 4.0 * B * H * S * S * D / (causal ? 2.0 : 1.0);
-    add(fmt::format("attention_backward/{}/B{}_H{}_S{}_D{}/{}", causal ? "causal" : "full", B, H, S, D, tn),
-        8.0 * B * S * H * D * e, flops, Bound::compute, [=, D = D, causal = causal] {
+    add(fmt::format("attention_backward/{}{}/B{}_H{}_S{}_D{}/{}", causal ? "causal" : "full",
+                    deterministic ? "_deterministic" : "", B, H, S, D, tn),
+        8.0 * B * S * H * D * e, flops, Bound::compute, [=, D = D, causal = causal, deterministic = deterministic] {
           Tensor q = random_tensor({B, S, H, D}, dt, dev), k = random_tensor({B, S, H, D}, dt, dev);
           Tensor v = random_tensor({B, S, H, D}, dt, dev), out = Tensor::empty({B, S, H, D}, dt, dev);
           Tensor dout = random_tensor({B, S, H, D}, dt, dev), lse = Tensor::empty({B, H, S}, DType::f32, dev);
@@ -457,8 +466,12 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
           const xhal::AttentionParams params{.causal = causal};
           const xhal::TensorView lse_view = lse;
           xhal::ops::attention(q, k, v, out, params, &lse_view);
-          return std::function<void()>(
-              [=] { xhal::ops::attention_backward(dout, q, k, v, out, lse, dq, dk, dv, params); });
+          return std::function<void()>([=] {
+            const bool before = xhal::registry::deterministic();
+            xhal::registry::set_deterministic(deterministic || before);
+            xhal::ops::attention_backward(dout, q, k, v, out, lse, dq, dk, dv, params);
+            xhal::registry::set_deterministic(before);
+          });
         });
   }
 

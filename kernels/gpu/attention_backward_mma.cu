@@ -8,26 +8,17 @@
 //   straight from those registers; dSᵀ goes to shared memory, and dQ += dS K is added (scaled)
 //   into an f32 accumulator in global memory with atomics (float2 on sm_90), then converted to
 //   dq's dtype.
-// The atomics make dq's bits depend on the order blocks finish: in deterministic mode the kernel
-// stands aside for the generic one. A pre-pass computes delta = rowsum(dO ∘ O) and looks for
-// non-finite values in q, k, v and dout: with any, the tensor-core kernels exit at once and the
-// generic passes (attention_backward_generic.cuh) compute the gradients, whose masked terms are
-// never multiplied (0 · inf would be NaN on tensor cores).
-#include "attention_backward_generic.cuh"
+// The pre-pass, dq's accumulator and deterministic mode's order: attention_backward_tensor_cores.cuh.
+#include "attention_backward_tensor_cores.cuh"
 
 #if !defined(__HIPCC__)
 
 #include "flash_attention.cuh"
-#include "flash_launch.cuh"
 
 namespace xhal::gpu {
 namespace {
 
-using attention_backward::backward_args;
-using attention_backward::BackwardArgs;
-using attention_backward::launch_gradient_passes;
-
-constexpr float kLog2e = 1.4426950408889634f;
+using namespace attention_backward;
 
 // kWarps warps of 16 keys each: a block owns kBlockN = 16 kWarps keys.
 template <int D_, int BlockM_, int Warps_>
@@ -44,81 +35,17 @@ struct BackwardTile {
   static_assert(kWarps % kQRowTiles == 0 && kDqTiles % 2 == 0 && kMTiles % 2 == 0, "tile shapes");
 };
 
-// One warp per (sequence, query head, row): delta = rowsum(dout ∘ out) and, for q and dout, whether
-// any value is non-finite (then *flag = 1).
-template <class E>
-__global__ void __launch_bounds__(128) prepare_rows_kernel(BackwardArgs<typename E::T> a, int* flag) {
-  const AttnLayout& f = a.g.fwd;
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t tasks = a.seqs.batch * f.Hq * a.max_rows;
-  for (int64_t task = int64_t(blockIdx.x) * 4 + threadIdx.x / kWarpSize; task < tasks; task += int64_t(gridDim.x) * 4) {
-    const int64_t i = task % a.max_rows, h = task / a.max_rows % f.Hq, b = task / a.max_rows / f.Hq;
-    int64_t q0, Sq, k0, Sk;
-    a.span(b, &q0, &Sq, &k0, &Sk);
-    if (i >= Sq) continue;
-    const int64_t row = q0 + i;
-    const typename E::T* o = a.out + b * f.o[0] + row * f.o[1] + h * f.o[2];
-    const typename E::T* d = a.dout + b * a.g.dout[0] + row * a.g.dout[1] + h * a.g.dout[2];
-    const typename E::T* q = a.q + b * f.q[0] + row * f.q[1] + h * f.q[2];
-    float sum = 0.0f;
-    bool finite = true;
-    for (int64_t x = lane; x < f.Dv; x += kWarpSize) {
-      const float dx = E::load(d[x]);
-      sum += E::load(o[x]) * dx;
-      finite = finite && isfinite(dx);
-    }
-    for (int64_t x = lane; x < f.D; x += kWarpSize) finite = finite && isfinite(E::load(q[x]));
-    sum = warp_sum(sum);
-    if (lane == 0) a.delta[task] = sum;
-    if (!finite) *flag = 1;
-  }
-}
-
-// One thread per element of k and v: whether any is non-finite (then *flag = 1).
-template <class E>
-__global__ void scan_keys_kernel(BackwardArgs<typename E::T> a, int* flag) {
-  const AttnLayout& f = a.g.fwd;
-  const int64_t Hkv = f.Hq / f.group, per_key = Hkv * (f.D + f.Dv);
-  const int64_t n = a.seqs.batch * a.max_keys * per_key;
-  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < n; x += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t j = x / per_key % a.max_keys, b = x / per_key / a.max_keys, h = x % per_key / (f.D + f.Dv);
-    const int64_t d = x % (f.D + f.Dv);
-    int64_t q0, Sq, k0, Sk;
-    a.span(b, &q0, &Sq, &k0, &Sk);
-    if (j >= Sk) continue;
-    const float value = d < f.D ? E::load(a.k[b * f.k[0] + (k0 + j) * f.k[1] + h * f.k[2] + d])
-                                : E::load(a.v[b * f.v[0] + (k0 + j) * f.v[1] + h * f.v[2] + d - f.D]);
-    if (!isfinite(value)) *flag = 1;
-  }
-}
-
 // 4 bytes global -> shared (cached in L1: neighbouring rows share lines); zero-filled when !valid.
 __device__ inline void cp_async_4(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sm80::smem_address(dst)), "l"(src),
                "r"(valid ? 4 : 0));
 }
 
-// acc[0] += x, acc[1] += y: one vector atomic where the GPU has them (sm_90), else two.
-__device__ inline void add_pair(float* acc, float x, float y) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float2*>(acc), make_float2(x, y));
-#else
-  atomicAdd(acc, x);
-  atomicAdd(acc + 1, y);
-#endif
-}
-
-// Whether query i sees key j (both within the sequence).
-__device__ inline bool sees(const Mask& mask, int64_t i, int64_t j, int64_t Sq, int64_t Sk) {
-  const int64_t diag = i + Sk - Sq;
-  return i < Sq && j < Sk && (!mask.causal || j <= diag) && (mask.window_left < 0 || j >= diag - mask.window_left) &&
-         (mask.window_right < 0 || j <= diag + mask.window_right);
-}
-
-template <class E, class Tile>
+// kOrdered: deterministic mode's turns (dq_turns); else dq_turns is unused.
+template <class E, class Tile, bool kOrdered>
 __global__ void __launch_bounds__(Tile::kThreads)
     dkdv_mma_kernel(BackwardArgs<typename E::T> a, float* __restrict__ dq_accum, int64_t accum_batch_rows,
-                    const int* flag) {
+                    int* __restrict__ dq_turns, int64_t tiles_per_head, const int* flag) {
   using T = typename E::T;
   constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN, kStride = Tile::kStride;
   constexpr int kSStride = Tile::kSStride, kThreads = Tile::kThreads;
@@ -137,11 +64,8 @@ __global__ void __launch_bounds__(Tile::kThreads)
   int64_t q0, Sq, k0, Sk;
   a.span(b, &q0, &Sq, &k0, &Sk);
   if (n0 >= Sk) return;
-  const int64_t n_last = (n0 + kBlockN < Sk ? n0 + kBlockN : Sk) - 1;
-  int64_t lo_a, hi_a, lo_b, hi_b;
-  a.mask.seen_by(n0, Sq, Sk, &lo_a, &hi_a);
-  a.mask.seen_by(n_last, Sq, Sk, &lo_b, &hi_b);
-  const int64_t m_begin = (lo_a < lo_b ? lo_a : lo_b) / kBlockM * kBlockM, m_end = hi_a > hi_b ? hi_a : hi_b;
+  int64_t m_begin, m_end;
+  query_span<kBlockM, kBlockN>(a.mask, n0, Sq, Sk, &m_begin, &m_end);
 
   const T* kb = a.k + b * f.k[0] + k0 * f.k[1] + hk * f.k[2];
   const T* vb = a.v + b * f.v[0] + k0 * f.v[1] + hk * f.v[2];
@@ -278,6 +202,12 @@ __global__ void __launch_bounds__(Tile::kThreads)
         sm80::mma_16816<E>(dq[2 * p + 1], ad, bk[2], bk[3]);
       }
     }
+    int* turn = nullptr;
+    if constexpr (kOrdered) {
+      turn = dq_turns + (b * f.Hq + h) * tiles_per_head + m0 / kBlockM;
+      const int64_t first = first_block_reaching<kBlockM, kBlockN>(a.mask, m0, blockIdx.x, Sq, Sk);
+      wait_turn<0, Tile::kThreads>(turn, int(blockIdx.x - first), threadIdx.x == 0);
+    }
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int64_t i = m0 + dq_row_tile * 16 + group + hh * 8;
@@ -289,6 +219,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
         add_pair(acc + d, dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
       }
     }
+    if constexpr (kOrdered) pass_turn<0, Tile::kThreads>(turn, threadIdx.x == 0);
   }
   sm80::cp_async_wait<0>();  // a block whose keys no query sees still has K and V in flight
 #pragma unroll
@@ -307,78 +238,29 @@ __global__ void __launch_bounds__(Tile::kThreads)
   }
 }
 
-// dq = the f32 accumulator in dq's dtype, for every row of the call (rows no sequence covers hold 0).
-template <class E>
-__global__ void convert_dq_kernel(BackwardArgs<typename E::T> a, const float* dq_accum, int64_t batches, int64_t rows,
-                                  const int* flag) {
-  if (*flag != 0) return;
-  const AttnLayout& f = a.g.fwd;
-  const int64_t n = batches * rows * f.Hq * f.D;
-  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < n; x += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d = x % f.D, h = x / f.D % f.Hq, i = x / (f.D * f.Hq) % rows, b = x / (f.D * f.Hq * rows);
-    a.dq[b * a.g.dq[0] + i * a.g.dq[1] + h * a.g.dq[2] + d] = E::store(dq_accum[x]);
-  }
-}
-
 template <class E, class Tile>
 xhal_status launch_mma_backward(const xhal_op_call* c, char* msg, size_t len) {
-  using T = typename E::T;
-  const auto [problem, max_keys] = attention_backward::backward_problem(c);
-  BackwardArgs<T> a = backward_args<T>(c, problem, max_keys);
-  const AttnLayout& f = a.g.fwd;
-  if (f.Hq == 0) return XHAL_OK;
-  const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
-  const int64_t batches = problem.batched ? a.seqs.batch : 1, rows = problem.batched ? q->shape[1] : q->shape[0];
-  const int64_t row_tasks = a.seqs.batch * f.Hq * a.max_rows, accum = batches * rows * f.Hq * f.D;
-  const size_t delta_bytes = (size_t(row_tasks) * 4 + 255) / 256 * 256, accum_bytes = size_t(accum) * 4;
-  void* scratch = nullptr;
-  if (const xhal_status s = c->host->scratch_alloc(c->host->ctx, c->device, delta_bytes + accum_bytes + 256, c->stream,
-                                                   &scratch, msg, len);
-      s != XHAL_OK) {
-    return s;
-  }
-  auto* base = static_cast<char*>(scratch);
-  a.delta = reinterpret_cast<float*>(base);
-  auto* dq_accum = reinterpret_cast<float*>(base + delta_bytes);
-  auto* flag = reinterpret_cast<int*>(base + delta_bytes + accum_bytes);
-  a.only_if = flag;
-  auto stream = static_cast<gpuStream_t>(c->stream);
-  xhal_status s = gpuMemsetAsync(dq_accum, 0, accum_bytes + 256, stream) == gpuSuccess
-                      ? XHAL_OK
-                      : kernel_error(msg, len, XHAL_ERR_DEVICE, "attention_backward: clearing dq's accumulator failed");
-  const int64_t sms = multiprocessor_count(c->device);
-  if (s == XHAL_OK) {
-    if (row_tasks > 0) prepare_rows_kernel<E><<<grid_for(row_tasks, 4, 64 * sms), 128, 0, stream>>>(a, flag);
-    scan_keys_kernel<E>
-        <<<grid_for(a.seqs.batch * max_keys * (f.Hq / f.group) * (f.D + f.Dv), 256, 32 * sms), 256, 0, stream>>>(a,
-                                                                                                                 flag);
-    s = launch_status(msg, len, "attention_backward (delta and the non-finite scan)");
-  }
-  if (s == XHAL_OK && max_keys > 0 && a.seqs.batch > 0) {
-    static const bool shared_raised = [] {
-      allow_shared_bytes(dkdv_mma_kernel<E, Tile>, Tile::kSharedBytes);
-      return true;
-    }();
-    (void)shared_raised;
-    const dim3 grid(unsigned((max_keys + Tile::kBlockN - 1) / Tile::kBlockN), unsigned(f.Hq / f.group),
-                    unsigned(a.seqs.batch));
-    dkdv_mma_kernel<E, Tile>
-        <<<grid, Tile::kThreads, Tile::kSharedBytes, stream>>>(a, dq_accum, problem.batched ? rows : 0, flag);
-    s = launch_status(msg, len, "attention_backward (tensor cores)");
-  }
-  if (s == XHAL_OK) {
-    convert_dq_kernel<E><<<grid_for(accum, 256, 32 * sms), 256, 0, stream>>>(a, dq_accum, batches, rows, flag);
-    s = launch_status(msg, len, "attention_backward (dq)");
-  }
-  // Where the inputs held non-finite values, the generic passes (small grids: they exit at once
-  // otherwise); the varlen tails in any case.
-  if (s == XHAL_OK) s = launch_gradient_passes<E>(c, a, problem.batched, 2 * sms, msg, len);
-  // The allocator is stream-ordered: the scratch is reused only after these kernels.
-  c->host->scratch_free(c->host->ctx, c->device, scratch);
-  return s;
+  return launch_tensor_core_backward<E, Tile::kBlockM>(
+      c, msg, len,
+      [&](const BackwardArgs<typename E::T>& a, float* dq_accum, int64_t accum_batch_rows, int* turns,
+          int64_t tiles_per_head, const int* flag, gpuStream_t stream) {
+        static const bool shared_raised = [] {
+          allow_shared_bytes(dkdv_mma_kernel<E, Tile, false>, Tile::kSharedBytes);
+          allow_shared_bytes(dkdv_mma_kernel<E, Tile, true>, Tile::kSharedBytes);
+          return true;
+        }();
+        (void)shared_raised;
+        const AttnLayout& f = a.g.fwd;
+        const dim3 grid(unsigned((a.max_keys + Tile::kBlockN - 1) / Tile::kBlockN), unsigned(f.Hq / f.group),
+                        unsigned(a.seqs.batch));
+        const auto kernel = turns != nullptr ? dkdv_mma_kernel<E, Tile, true> : dkdv_mma_kernel<E, Tile, false>;
+        kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, stream>>>(a, dq_accum, accum_batch_rows, turns,
+                                                                     tiles_per_head, flag);
+        return XHAL_OK;
+      });
 }
 
-// Tiles by head dim (mma_backward_supports admits 64 and 128).
+// Tiles by head dim (tensor_core_supports admits 64 and 128).
 template <class E>
 struct MmaAttentionBackward {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
@@ -388,33 +270,7 @@ struct MmaAttentionBackward {
   }
 };
 
-// The forward flash kernel's conditions on q, k, v and out, D in {64, 128}, no softcap, dout's
-// rows 16-byte aligned and dk, dv 4-byte aligned pairs; not in deterministic mode (dq's atomics).
-const char* mma_backward_supports(void* ctx, const xhal_op_call* c) {
-  if (const char* why = flash_supports(ctx, c)) return why;
-  const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
-  const int64_t D = q->shape[q->ndim - 1];
-  if (D != 64 && D != 128) return "head dim not 64 or 128";
-  if (kernels::op_params<xhal_attention_op_params>(c).softcap > 0.0f) return "softcap (the generic kernel has it)";
-  if (kernels::deterministic(c)) return "deterministic mode: dq is added with atomics";
-  const DLTensor* dout = c->tensors[XHAL_ATTENTION_BACKWARD_DOUT];
-  if (reinterpret_cast<uintptr_t>(dout->data) % 16 != 0) return "dout not 16-byte aligned";
-  if (dout->strides[dout->ndim - 3] > (int64_t(1) << 24)) return "dout's sequence stride above 2^24 elements";
-  const int64_t batch = c->op == XHAL_OP_ATTENTION_VARLEN_BACKWARD
-                            ? c->tensors[XHAL_ATTENTION_VARLEN_BACKWARD_CU_SEQLENS_Q]->shape[0] - 1
-                            : q->shape[0];
-  if (batch > 65535) return "more than 65535 sequences (a grid dimension)";
-  for (int d = 0; d + 1 < dout->ndim; ++d) {
-    if ((dout->strides[d] * 2) % 16 != 0) return "dout strides not multiples of 8 elements";
-  }
-  for (const DLTensor* g : {c->tensors[XHAL_ATTENTION_BACKWARD_DK], c->tensors[XHAL_ATTENTION_BACKWARD_DV]}) {
-    if (reinterpret_cast<uintptr_t>(g->data) % 4 != 0) return "dk or dv not 4-byte aligned";
-    for (int d = 0; d + 1 < g->ndim; ++d) {
-      if (g->strides[d] % 2 != 0) return "dk or dv strides not even";
-    }
-  }
-  return nullptr;
-}
+const char* mma_backward_supports(void*, const xhal_op_call* c) { return tensor_core_supports(c); }
 
 }  // namespace
 

@@ -8,27 +8,15 @@
 namespace xhal::gpu {
 namespace {
 
-// True when `device` is compute capability 9.0.
-bool is_sm90(int device) {
-  return device_attribute<cudaDevAttrComputeCapabilityMajor>(device) == 9 &&
-         device_attribute<cudaDevAttrComputeCapabilityMinor>(device) == 0;
-}
-
 const char* wgmma_supports(void*, const xhal_op_call* c) {
   if (const char* why = flash_supports(nullptr, c)) return why;
   const DLTensor* q = c->tensors[XHAL_ATTENTION_Q];
   const int64_t D = q->shape[q->ndim - 1];
   if (D != 64 && D != 128) return "head dim not 64 or 128";
-  for (const DLTensor* t : {q, c->tensors[XHAL_ATTENTION_K], c->tensors[XHAL_ATTENTION_V]}) {
-    for (int d = 0; d < t->ndim; ++d) {
-      if (t->shape[d] == 0) return "an empty q, k or v (a TMA map needs every dim)";
-    }
-    for (int d = 0; d + 1 < t->ndim; ++d) {
-      if (t->strides[d] >= (int64_t(1) << 38)) return "a q/k/v stride of 2^38 elements or more (TMA)";
-    }
+  if (const char* why = rows_map_unsupported({q, c->tensors[XHAL_ATTENTION_K], c->tensors[XHAL_ATTENTION_V]})) {
+    return why;
   }
   if (!is_sm90(c->device)) return "device is not sm_90 (wgmma)";
-  if (tensor_map_encoder() == nullptr) return "the driver has no TMA map encoder";
   return nullptr;
 }
 

@@ -9,6 +9,10 @@
 #include <cuda_runtime.h>
 #include <dlpack/dlpack.h>
 
+#include <initializer_list>
+
+#include "launch.cuh"
+
 namespace xhal::gpu {
 
 // The driver's cuTensorMapEncodeTiled, or nullptr when the driver lacks it.
@@ -44,6 +48,26 @@ inline bool encode_rows_map(CUtensorMap* map, const DLTensor* t, bool batched, i
   return encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, t->data, dims,
                 strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// True when `device` is compute capability 9.0 (Hopper: wgmma and TMA).
+inline bool is_sm90(int device) {
+  return device_attribute<cudaDevAttrComputeCapabilityMajor>(device) == 9 &&
+         device_attribute<cudaDevAttrComputeCapabilityMinor>(device) == 0;
+}
+
+// Why encode_rows_map could not map one of `tensors`, or nullptr.
+inline const char* rows_map_unsupported(std::initializer_list<const DLTensor*> tensors) {
+  for (const DLTensor* t : tensors) {
+    for (int d = 0; d < t->ndim; ++d) {
+      if (t->shape[d] == 0) return "an empty operand (a TMA map needs every dim)";
+    }
+    for (int d = 0; d + 1 < t->ndim; ++d) {
+      if (t->strides[d] >= (int64_t(1) << 38)) return "a stride of 2^38 elements or more (TMA)";
+    }
+  }
+  if (tensor_map_encoder() == nullptr) return "the driver has no TMA map encoder";
+  return nullptr;
 }
 
 }  // namespace xhal::gpu

@@ -34,6 +34,13 @@ __device__ inline void mbarrier_arrive_expect(uint64_t* bar, unsigned bytes) {
                : "memory");
 #endif
 }
+// Announces `bytes` more transaction bytes for the current phase, without arriving.
+__device__ inline void mbarrier_expect_tx(uint64_t* bar, unsigned bytes) {
+#if XHAL_WGMMA_DEVICE
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(sm80::smem_address(bar)), "r"(bytes)
+               : "memory");
+#endif
+}
 __device__ inline void mbarrier_arrive(uint64_t* bar) {
 #if XHAL_WGMMA_DEVICE
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(sm80::smem_address(bar)) : "memory");

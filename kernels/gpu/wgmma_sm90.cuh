@@ -76,9 +76,10 @@ __device__ inline void pin(float (&d)[kTiles][4]) {
   "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "  \
   "%56, %57, %58, %59, %60, %61, %62, %63}"
 
-// d (tiles [kFirst, kFirst + N / 8)) = A B (+ d when accumulate), A 64x16 and B Nx16 both K-major
-// in shared memory, N = 64 or 128.
-template <class E, int N, int kFirst = 0, int kTiles>
+// d (tiles [kFirst, kFirst + N / 8)) = A B (+ d when accumulate), A 64x16 and B Nx16 in shared
+// memory, N = 64 or 128. K-major by default; kTransA / kTransB = 1 read A / B MN-major (A stored
+// as rows of K along M, B as rows of K along N: the transposes of the K-major forms).
+template <class E, int N, int kFirst = 0, int kTransA = 0, int kTransB = 0, int kTiles>
 __device__ inline void mma_ss(float (&d)[kTiles][4], uint64_t a, uint64_t b, bool accumulate) {
   static_assert(N == 64 || N == 128, "wgmma shapes used here");
   static_assert(kFirst + N / 8 <= kTiles, "accumulator tiles");
@@ -86,27 +87,27 @@ __device__ inline void mma_ss(float (&d)[kTiles][4], uint64_t a, uint64_t b, boo
   if constexpr (N == 64 && E::kDType == XHAL_DTYPE_BF16) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32 ", %32, %33, p, 1, 1, %35, %36;\n}\n"
         : XHAL_WG_TILES8(d, kFirst)
-        : "l"(a), "l"(b), "r"(int(accumulate)));
+        : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB));
   } else if constexpr (N == 64) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32 ", %32, %33, p, 1, 1, %35, %36;\n}\n"
         : XHAL_WG_TILES8(d, kFirst)
-        : "l"(a), "l"(b), "r"(int(accumulate)));
+        : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB));
   } else if constexpr (E::kDType == XHAL_DTYPE_BF16) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " XHAL_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " XHAL_WG_REGS64 ", %64, %65, p, 1, 1, %67, %68;\n}\n"
         : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
-        : "l"(a), "l"(b), "r"(int(accumulate)));
+        : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " XHAL_WG_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " XHAL_WG_REGS64 ", %64, %65, p, 1, 1, %67, %68;\n}\n"
         : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
-        : "l"(a), "l"(b), "r"(int(accumulate)));
+        : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB));
   }
 #endif
 }

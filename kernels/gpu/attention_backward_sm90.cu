@@ -1,0 +1,379 @@
+// attention_backward on Hopper (sm_90a) for f16/bf16, D == Dv in {64, 128}, dense batches:
+// warp-specialised, TMA loads, warpgroup MMA (wgmma). A block owns 128 keys of one (sequence, kv
+// head) and walks the 64-row query tiles of every query head of its group that see any of them.
+// Its producer warp loads K and V once and each tile's Q and dO into two stages with TMA
+// (128-byte swizzled, as wgmma reads them), lse and delta with plain loads, each stage completing
+// on an mbarrier. Two consumer warpgroups own 64 keys each; per tile:
+//   Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (wgmma, both operands in shared memory), Pᵀ and dSᵀ on the
+//   accumulators (masked entries exactly 0), dV += Pᵀ dO and dK += dSᵀ Q with Pᵀ and dSᵀ straight
+//   from registers, dSᵀ to shared memory, then dQ = dS K read transposed from there, added into
+//   the f32 accumulator with atomics.
+// D = 128: each consumer computes 64 of dQ's columns over all 128 keys (the two meet at a barrier
+// once both dSᵀ halves are written). D = 64: each computes all columns over its own 64 keys, and in
+// deterministic mode the second adds after the first.
+// The pre-pass, dq's conversion and deterministic mode's order between blocks:
+// attention_backward_tensor_cores.cuh. Varlen calls take the mma.sync kernel: a tile's TMA rows
+// past its sequence would be the next sequence's, not zeros.
+#include "attention_backward_tensor_cores.cuh"
+
+#if !defined(__HIPCC__)
+
+#include "flash_rows.cuh"
+#include "tma_map.cuh"
+#include "tma_sm90.cuh"
+#include "wgmma_sm90.cuh"
+
+namespace xhal::gpu {
+namespace {
+
+using namespace attention_backward;
+
+template <int D_>
+struct WgmmaBackwardTile {
+  static constexpr int D = D_, kBlockM = 64, kBlockN = 128, kThreads = 384;
+  static constexpr int kMTiles = kBlockM / 8, kDTiles = D / 8;
+  static constexpr bool kSplitKeys = D == 64;  // dQ: each consumer over its own keys (else its columns)
+  static constexpr int kKVBytes = kBlockN * D * 2, kRowsBytes = kBlockM * D * 2, kDsBytes = kBlockN * kBlockM * 2;
+  // K, V; Q, dO and dSᵀ in two stages; lse and delta in two stages; the mbarriers; 1 KiB of slack
+  // to align the tiles for the swizzle.
+  static constexpr size_t kQOffset = 2 * size_t(kKVBytes), kDoOffset = kQOffset + 2 * size_t(kRowsBytes);
+  static constexpr size_t kDsOffset = kDoOffset + 2 * size_t(kRowsBytes), kLseOffset = kDsOffset + 2 * size_t(kDsBytes);
+  static constexpr size_t kBarrierOffset = kLseOffset + 4 * kBlockM * sizeof(float);
+  static constexpr size_t kSharedBytes = kBarrierOffset + 8 * sizeof(uint64_t) + 1024;
+  static_assert(D == 64 || D == 128, "one or two 64-column blocks");
+};
+
+// TMA maps of q, k, v and dout, [batch][rows][heads][D], 128-byte swizzled boxes of 64 columns.
+struct BackwardMaps {
+  CUtensorMap q, k, v, dout;
+};
+
+// Sᵀ or dPᵀ of one consumer (its 64 keys against the tile's 64 queries): A = its rows of K (or
+// V), B = the tile's Q (or dO), both K-major, summed over D.
+template <class E, int D>
+__device__ inline void keys_times_rows(float (&acc)[8][4], const unsigned char* keys, const unsigned char* rows) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const int block = kk / 4, within = (kk % 4) * 32;
+    sm90::mma_ss<E, 64>(acc, sm90::descriptor(keys + block * 128 * 128 + within, 16, 1024),
+                        sm90::descriptor(rows + block * 64 * 128 + within, 16, 1024), kk > 0);
+  }
+}
+
+// acc (64 keys x D) += Aᵀ B: A = Pᵀ or dSᵀ in registers (kk: 16 queries each), B = the tile's dO
+// or Q read MN-major (queries along K).
+template <class E, int D>
+__device__ inline void add_keys_by_rows(float (&acc)[D / 8][4], const uint32_t (&a)[4][4], const unsigned char* rows) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    sm90::mma_rs_n64<E, 0>(acc, a[kk], sm90::descriptor(rows + kk * 16 * 128, 64 * 128, 1024));
+    if constexpr (D == 128) {
+      sm90::mma_rs_n64<E, 8>(acc, a[kk], sm90::descriptor(rows + 64 * 128 + kk * 16 * 128, 64 * 128, 1024));
+    }
+  }
+}
+
+// kOrdered: deterministic mode's turns (dq_turns); else dq_turns is unused.
+template <class E, class Tile, bool kOrdered>
+__global__ void __launch_bounds__(Tile::kThreads, 1)
+    dkdv_wgmma_kernel(const __grid_constant__ BackwardMaps maps, BackwardArgs<typename E::T> a,
+                      float* __restrict__ dq_accum, int64_t accum_batch_rows, int* __restrict__ dq_turns,
+                      int64_t tiles_per_head, const int* flag) {
+#if XHAL_WGMMA_DEVICE
+  using T = typename E::T;
+  constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
+  if (*flag != 0) return;
+  const AttnLayout& f = a.g.fwd;
+  const int64_t b = blockIdx.z, hk = blockIdx.y, n0 = int64_t(blockIdx.x) * kBlockN;
+  int64_t q0, Sq, k0, Sk;
+  a.span(b, &q0, &Sq, &k0, &Sk);
+  if (n0 >= Sk) return;
+  int64_t m_begin, m_end;
+  query_span<kBlockM, kBlockN>(a.mask, n0, Sq, Sk, &m_begin, &m_end);
+  const int64_t m_tiles = m_end > m_begin ? (m_end - m_begin + kBlockM - 1) / kBlockM : 0;
+  const int64_t steps = m_tiles * f.group;
+
+  extern __shared__ unsigned char shared_raw[];
+  unsigned char* sK = shared_raw + (1024 - sm80::smem_address(shared_raw) % 1024) % 1024;
+  unsigned char* sV = sK + Tile::kKVBytes;
+  unsigned char* sQ = sK + Tile::kQOffset;  // [2 stages]
+  unsigned char* sdO = sK + Tile::kDoOffset;  // [2 stages]
+  unsigned char* sdS = sK + Tile::kDsOffset;  // [2 stages] of dSᵀ: 128 key rows of 64 queries
+  float* sLse = reinterpret_cast<float*>(sK + Tile::kLseOffset);  // [2][kBlockM]
+  float* sDelta = sLse + 2 * kBlockM;  // [2][kBlockM]
+  uint64_t* bars = reinterpret_cast<uint64_t*>(sK + Tile::kBarrierOffset);
+  uint64_t* kv_full = bars;  // K and V landed
+  uint64_t* full = bars + 1;  // [2]: the stage's Q, dO, lse and delta landed
+  uint64_t* empty = bars + 3;  // [2]: both consumers are done with the stage
+  if (threadIdx.x == 0) {
+    sm90::mbarrier_init(kv_full, 1);
+    for (int st = 0; st < 2; ++st) {
+      sm90::mbarrier_init(full + st, kWarpSize);
+      sm90::mbarrier_init(empty + st, 2);
+    }
+    sm90::mbarrier_init_fence();
+  }
+  __syncthreads();
+  const auto step_head = [&](int64_t step) { return hk * f.group + step / m_tiles; };
+  const auto step_row = [&](int64_t step) { return m_begin + step % m_tiles * kBlockM; };
+
+  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  if (wg == 0) {  // producer: its first warp
+    sm90::registers_decrease<24>();
+    if (warp != 0 || steps == 0) return;
+    if (lane == 0) {
+      sm90::mbarrier_arrive_expect(kv_full, 2 * Tile::kKVBytes);
+      for (int cb = 0; cb < D / 64; ++cb) {
+        sm90::tma_load_4d(sK + cb * kBlockN * 128, &maps.k, cb * 64, int(hk), int(n0), int(b), kv_full);
+        sm90::tma_load_4d(sV + cb * kBlockN * 128, &maps.v, cb * 64, int(hk), int(n0), int(b), kv_full);
+      }
+    }
+    for (int64_t step = 0; step < steps; ++step) {
+      const int st = int(step & 1);
+      if (step >= 2) sm90::mbarrier_wait(empty + st, unsigned((step >> 1) - 1) & 1u);
+      const int64_t h = step_head(step), m0 = step_row(step);
+      if (lane == 0) {
+        sm90::mbarrier_expect_tx(full + st, 2 * Tile::kRowsBytes);
+        for (int cb = 0; cb < D / 64; ++cb) {
+          sm90::tma_load_4d(sQ + st * Tile::kRowsBytes + cb * kBlockM * 128, &maps.q, cb * 64, int(h), int(m0), int(b),
+                            full + st);
+          sm90::tma_load_4d(sdO + st * Tile::kRowsBytes + cb * kBlockM * 128, &maps.dout, cb * 64, int(h), int(m0),
+                            int(b), full + st);
+        }
+      }
+      // lse (natural log; scaled where it is used) and delta; rows past Sq get zeros (masked).
+      for (int r = lane; r < kBlockM; r += kWarpSize) {
+        const int64_t i = m0 + r;
+        const bool valid = i < Sq;
+        sLse[st * kBlockM + r] = valid ? a.lse[b * f.lse[0] + h * f.lse[1] + (q0 + i) * f.lse[2]] : 0.0f;
+        sDelta[st * kBlockM + r] = valid ? a.delta[(b * f.Hq + h) * a.max_rows + i] : 0.0f;
+      }
+      sm90::mbarrier_arrive(full + st);
+    }
+    return;
+  }
+
+  sm90::registers_increase<240>();
+  const int cw = wg - 1;  // consumer 0 or 1: keys [64 cw, 64 cw + 64) of the block
+  const int group = lane / 4, tig = lane % 4;
+  const bool leader = threadIdx.x == 128;
+  const unsigned char* k_rows = sK + cw * 64 * 128;
+  const unsigned char* v_rows = sV + cw * 64 * 128;
+  float dk[Tile::kDTiles][4], dv[Tile::kDTiles][4];
+#pragma unroll
+  for (int t = 0; t < Tile::kDTiles; ++t) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) dk[t][c] = dv[t][c] = 0.0f;
+  }
+  const float scale_log2 = a.mask.scale * kLog2e;
+  // This warp's 16 keys: accumulator rows group and group + 8 (c / 2) of them.
+  const int64_t j_first = n0 + cw * 64 + warp * 16;
+  if (steps > 0) sm90::mbarrier_wait(kv_full, 0);
+  for (int64_t step = 0; step < steps; ++step) {
+    const int st = int(step & 1);
+    const int64_t h = step_head(step), m0 = step_row(step);
+    sm90::mbarrier_wait(full + st, unsigned(step >> 1) & 1u);
+    const unsigned char* q_tile = sQ + st * Tile::kRowsBytes;
+    const unsigned char* do_tile = sdO + st * Tile::kRowsBytes;
+    unsigned char* ds_tile = sdS + st * Tile::kDsBytes;
+    const float* lse_s = sLse + st * kBlockM;
+    const float* delta_s = sDelta + st * kBlockM;
+
+    float s_t[Tile::kMTiles][4], dp_t[Tile::kMTiles][4];
+    sm90::fence();
+    keys_times_rows<E, D>(s_t, k_rows, q_tile);
+    keys_times_rows<E, D>(dp_t, v_rows, do_tile);
+    sm90::commit();
+    sm90::wait<0>();
+    sm90::pin(s_t);
+    sm90::pin(dp_t);
+
+    // Pᵀ and dSᵀ, element (key j_first + group + 8 (c / 2), query 8t + 2 tig + c % 2); dSᵀ also
+    // to shared memory, swizzled as the tile's rows of 128 bytes (16-byte chunk t of row r at
+    // t ^ (r % 8), and r % 8 = group).
+    const int64_t j_last = j_first + 15, i_last = m0 + kBlockM - 1;
+    const bool all_visible = sees(a.mask, m0, j_first, Sq, Sk) && sees(a.mask, m0, j_last, Sq, Sk) &&
+                             sees(a.mask, i_last, j_first, Sq, Sk) && sees(a.mask, i_last, j_last, Sq, Sk);
+    unsigned char* ds_row = ds_tile + (cw * 64 + warp * 16 + group) * 128 + tig * 4;
+#pragma unroll
+    for (int t = 0; t < Tile::kMTiles; ++t) {
+      const float2 lse2 = *reinterpret_cast<const float2*>(lse_s + t * 8 + tig * 2);
+      const float2 delta2 = *reinterpret_cast<const float2*>(delta_s + t * 8 + tig * 2);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int qi = t * 8 + tig * 2 + (c & 1);
+        const int64_t j = j_first + group + (c / 2) * 8;
+        const bool visible = all_visible || sees(a.mask, m0 + qi, j, Sq, Sk);
+        const float p =
+            visible ? sm80::fast_exp2(s_t[t][c] * scale_log2 - ((c & 1) ? lse2.y : lse2.x) * kLog2e) : 0.0f;
+        dp_t[t][c] = visible ? p * (dp_t[t][c] - ((c & 1) ? delta2.y : delta2.x)) : 0.0f;
+        s_t[t][c] = p;
+      }
+      const int chunk = (t ^ group) * 16;
+      *reinterpret_cast<uint32_t*>(ds_row + chunk) = sm80::pack2<E>(dp_t[t][0], dp_t[t][1]);
+      *reinterpret_cast<uint32_t*>(ds_row + 8 * 128 + chunk) = sm80::pack2<E>(dp_t[t][2], dp_t[t][3]);
+    }
+    uint32_t pa[4][4], da[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      probabilities_as_a<E>(s_t, kk, pa[kk]);
+      probabilities_as_a<E>(dp_t, kk, da[kk]);
+    }
+    // dV += Pᵀ dO, dK += dSᵀ Q.
+    sm90::pin(dv);
+    sm90::pin(dk);
+    sm90::fence();
+    add_keys_by_rows<E, D>(dv, pa, do_tile);
+    add_keys_by_rows<E, D>(dk, da, q_tile);
+    sm90::commit();
+
+    // dQ = dS K, A = dSᵀ and B = K both read MN-major (keys along K), once the dSᵀ rows it needs
+    // are written and visible to the tensor cores.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    if constexpr (Tile::kSplitKeys) {
+      if (cw == 0) {
+        sync_barrier<2, 128>();
+      } else {
+        sync_barrier<3, 128>();
+      }
+    } else {
+      sync_barrier<1, 256>();
+    }
+    float dq[8][4];
+    sm90::fence();
+    if constexpr (Tile::kSplitKeys) {  // this consumer's 64 keys, all 64 columns
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const int key = cw * 64 + kk * 16;
+        sm90::mma_ss<E, 64, 0, 1, 1>(dq, sm90::descriptor(ds_tile + key * 128, 64 * 128, 1024),
+                                     sm90::descriptor(sK + key * 128, kBlockN * 128, 1024), kk > 0);
+      }
+    } else {  // all 128 keys, this consumer's 64 columns
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        sm90::mma_ss<E, 64, 0, 1, 1>(dq, sm90::descriptor(ds_tile + kk * 16 * 128, 64 * 128, 1024),
+                                     sm90::descriptor(sK + cw * kBlockN * 128 + kk * 16 * 128, kBlockN * 128, 1024),
+                                     kk > 0);
+      }
+    }
+    sm90::commit();
+    sm90::wait<0>();
+    sm90::pin(dq);
+    sm90::pin(dv);
+    sm90::pin(dk);
+    if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + st);  // Q, dO, lse, delta read
+
+    // dQ rows m0 + 16 warp + group + 8 hh, columns 8t + 2 tig (+ 64 cw when split by columns).
+    int* turn = nullptr;
+    if constexpr (kOrdered) {
+      turn = dq_turns + (b * f.Hq + h) * tiles_per_head + m0 / kBlockM;
+      const int64_t first = first_block_reaching<kBlockM, kBlockN>(a.mask, m0, blockIdx.x, Sq, Sk);
+      wait_turn<1, 256>(turn, int(blockIdx.x - first), leader);
+      if constexpr (Tile::kSplitKeys) {
+        if (cw == 1) sync_barrier<1, 256>();  // the first consumer's share goes first
+      }
+    }
+    const int column0 = Tile::kSplitKeys ? 0 : cw * 64;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int64_t i = m0 + warp * 16 + group + hh * 8;
+      if (i >= Sq) continue;
+      float* acc = dq_accum + ((b * accum_batch_rows + q0 + i) * f.Hq + h) * D + column0;
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+        add_pair(acc + t * 8 + tig * 2, dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
+      }
+    }
+    if constexpr (kOrdered) {
+      if constexpr (Tile::kSplitKeys) {
+        if (cw == 0) sync_barrier<1, 256>();
+      }
+      pass_turn<1, 256>(turn, leader);
+    }
+  }
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t j = j_first + group + hh * 8;
+    if (j >= Sk) continue;
+    T* dk_row = a.dk + b * a.g.dk[0] + (k0 + j) * a.g.dk[1] + hk * a.g.dk[2];
+    T* dv_row = a.dv + b * a.g.dv[0] + (k0 + j) * a.g.dv[1] + hk * a.g.dv[2];
+#pragma unroll
+    for (int t = 0; t < Tile::kDTiles; ++t) {
+      const int d = t * 8 + tig * 2;
+      *reinterpret_cast<uint32_t*>(dk_row + d) =
+          sm80::pack2<E>(dk[t][2 * hh] * a.mask.scale, dk[t][2 * hh + 1] * a.mask.scale);
+      *reinterpret_cast<uint32_t*>(dv_row + d) = sm80::pack2<E>(dv[t][2 * hh], dv[t][2 * hh + 1]);
+    }
+  }
+#endif
+}
+
+template <class E, class Tile>
+xhal_status launch_wgmma_backward(const xhal_op_call* c, char* msg, size_t len) {
+  return launch_tensor_core_backward<E, Tile::kBlockM>(
+      c, msg, len,
+      [&](const BackwardArgs<typename E::T>& a, float* dq_accum, int64_t accum_batch_rows, int* turns,
+          int64_t tiles_per_head, const int* flag, gpuStream_t stream) {
+        static const bool shared_raised = [] {
+          allow_shared_bytes(dkdv_wgmma_kernel<E, Tile, false>, Tile::kSharedBytes);
+          allow_shared_bytes(dkdv_wgmma_kernel<E, Tile, true>, Tile::kSharedBytes);
+          return true;
+        }();
+        (void)shared_raised;
+        const bool bf16 = E::kDType == XHAL_DTYPE_BF16;
+        BackwardMaps maps;
+        if (!encode_rows_map(&maps.q, c->tensors[XHAL_ATTENTION_BACKWARD_Q], true, Tile::kBlockM, bf16) ||
+            !encode_rows_map(&maps.dout, c->tensors[XHAL_ATTENTION_BACKWARD_DOUT], true, Tile::kBlockM, bf16) ||
+            !encode_rows_map(&maps.k, c->tensors[XHAL_ATTENTION_BACKWARD_K], true, Tile::kBlockN, bf16) ||
+            !encode_rows_map(&maps.v, c->tensors[XHAL_ATTENTION_BACKWARD_V], true, Tile::kBlockN, bf16)) {
+          return kernel_error(msg, len, XHAL_ERR_DEVICE,
+                              "attention_backward: the driver refused a TMA map of q, k, v or dout");
+        }
+        const AttnLayout& f = a.g.fwd;
+        const dim3 grid(unsigned((a.max_keys + Tile::kBlockN - 1) / Tile::kBlockN), unsigned(f.Hq / f.group),
+                        unsigned(a.seqs.batch));
+        const auto kernel = turns != nullptr ? dkdv_wgmma_kernel<E, Tile, true> : dkdv_wgmma_kernel<E, Tile, false>;
+        kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, stream>>>(maps, a, dq_accum, accum_batch_rows, turns,
+                                                                     tiles_per_head, flag);
+        return XHAL_OK;
+      });
+}
+
+template <class E>
+struct WgmmaAttentionBackward {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
+    return q->shape[q->ndim - 1] == 64 ? launch_wgmma_backward<E, WgmmaBackwardTile<64>>(c, msg, len)
+                                       : launch_wgmma_backward<E, WgmmaBackwardTile<128>>(c, msg, len);
+  }
+};
+
+// The mma.sync kernel's conditions, TMA maps of q, k, v and dout, an sm_90 device.
+const char* wgmma_backward_supports(void*, const xhal_op_call* c) {
+  if (const char* why = tensor_core_supports(c)) return why;
+  if (const char* why = rows_map_unsupported(
+          {c->tensors[XHAL_ATTENTION_BACKWARD_Q], c->tensors[XHAL_ATTENTION_BACKWARD_K],
+           c->tensors[XHAL_ATTENTION_BACKWARD_V], c->tensors[XHAL_ATTENTION_BACKWARD_DOUT]})) {
+    return why;
+  }
+  const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
+  if (q->shape[0] > 65535 || q->shape[1] >= (int64_t(1) << 31)) return "more than 65535 sequences or 2^31 rows";
+  if (!is_sm90(c->device)) return "device is not sm_90 (wgmma)";
+  return nullptr;
+}
+
+}  // namespace
+
+XHAL_REGISTER_KERNELS(host) {
+#if defined(XHAL_CUDA_SM90A)
+  const kernels::KernelTraits wgmma{20, false, wgmma_backward_supports};
+  register_half_kernels<WgmmaAttentionBackward>(host, "cuda.attention_backward_wgmma", XHAL_OP_ATTENTION_BACKWARD,
+                                                wgmma);
+#else
+  (void)host;  // built without sm_90a code: the mma.sync kernel serves Hopper too
+#endif
+}
+
+}  // namespace xhal::gpu
+
+#endif

@@ -1,0 +1,250 @@
+// What the tensor-core attention_backward kernels (mma.sync, attention_backward_mma.cu; wgmma,
+// attention_backward_sm90.cu) share around their main kernel, which owns a block of keys and walks
+// the query tiles that see them:
+//  - a pre-pass computing delta = rowsum(dO ∘ O) and looking for non-finite values in q, k, v and
+//    dout: with any, the main kernel exits at once and the generic passes
+//    (attention_backward_generic.cuh) compute the gradients, whose masked terms are never
+//    multiplied (0 · inf would be NaN on tensor cores);
+//  - dQ added (scaled) into an f32 accumulator in global memory with atomics, then converted to
+//    dq's dtype;
+//  - deterministic mode: the key blocks of one (sequence, kv head) add into each dQ tile in the
+//    order of their keys, a counter per (sequence, query head, tile) saying whose turn it is, so
+//    the f32 sums have the same bits run to run.
+#pragma once
+
+#include "attention_backward_generic.cuh"
+
+#if !defined(__HIPCC__)
+
+#include "flash_launch.cuh"
+
+namespace xhal::gpu::attention_backward {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// One warp per (sequence, query head, row): delta = rowsum(dout ∘ out) and, for q and dout, whether
+// any value is non-finite (then *flag = 1).
+template <class E>
+__global__ void __launch_bounds__(128) prepare_rows_kernel(BackwardArgs<typename E::T> a, int* flag) {
+  const AttnLayout& f = a.g.fwd;
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t tasks = a.seqs.batch * f.Hq * a.max_rows;
+  for (int64_t task = int64_t(blockIdx.x) * 4 + threadIdx.x / kWarpSize; task < tasks; task += int64_t(gridDim.x) * 4) {
+    const int64_t i = task % a.max_rows, h = task / a.max_rows % f.Hq, b = task / a.max_rows / f.Hq;
+    int64_t q0, Sq, k0, Sk;
+    a.span(b, &q0, &Sq, &k0, &Sk);
+    if (i >= Sq) continue;
+    const int64_t row = q0 + i;
+    const typename E::T* o = a.out + b * f.o[0] + row * f.o[1] + h * f.o[2];
+    const typename E::T* d = a.dout + b * a.g.dout[0] + row * a.g.dout[1] + h * a.g.dout[2];
+    const typename E::T* q = a.q + b * f.q[0] + row * f.q[1] + h * f.q[2];
+    float sum = 0.0f;
+    bool finite = true;
+    for (int64_t x = lane; x < f.Dv; x += kWarpSize) {
+      const float dx = E::load(d[x]);
+      sum += E::load(o[x]) * dx;
+      finite = finite && isfinite(dx);
+    }
+    for (int64_t x = lane; x < f.D; x += kWarpSize) finite = finite && isfinite(E::load(q[x]));
+    sum = warp_sum(sum);
+    if (lane == 0) a.delta[task] = sum;
+    if (!finite) *flag = 1;
+  }
+}
+
+// One thread per element of k and v: whether any is non-finite (then *flag = 1).
+template <class E>
+__global__ void scan_keys_kernel(BackwardArgs<typename E::T> a, int* flag) {
+  const AttnLayout& f = a.g.fwd;
+  const int64_t Hkv = f.Hq / f.group, per_key = Hkv * (f.D + f.Dv);
+  const int64_t n = a.seqs.batch * a.max_keys * per_key;
+  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < n; x += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = x / per_key % a.max_keys, b = x / per_key / a.max_keys, h = x % per_key / (f.D + f.Dv);
+    const int64_t d = x % (f.D + f.Dv);
+    int64_t q0, Sq, k0, Sk;
+    a.span(b, &q0, &Sq, &k0, &Sk);
+    if (j >= Sk) continue;
+    const float value = d < f.D ? E::load(a.k[b * f.k[0] + (k0 + j) * f.k[1] + h * f.k[2] + d])
+                                : E::load(a.v[b * f.v[0] + (k0 + j) * f.v[1] + h * f.v[2] + d - f.D]);
+    if (!isfinite(value)) *flag = 1;
+  }
+}
+
+// acc[0] += x, acc[1] += y: one vector atomic where the GPU has them (sm_90), else two.
+__device__ inline void add_pair(float* acc, float x, float y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(acc), make_float2(x, y));
+#else
+  atomicAdd(acc, x);
+  atomicAdd(acc + 1, y);
+#endif
+}
+
+// Whether query i sees key j (both within the sequence).
+__device__ inline bool sees(const Mask& mask, int64_t i, int64_t j, int64_t Sq, int64_t Sk) {
+  const int64_t diag = i + Sk - Sq;
+  return i < Sq && j < Sk && (!mask.causal || j <= diag) && (mask.window_left < 0 || j >= diag - mask.window_left) &&
+         (mask.window_right < 0 || j <= diag + mask.window_right);
+}
+
+// The query rows [m_begin, m_end) a block of keys [n0, n0 + kBlockN) walks, m_begin rounded down to
+// a tile. Both ends never decrease from one key block to the next (the mask's rows move with the
+// keys), so the blocks that reach a given tile are consecutive.
+template <int kBlockM, int kBlockN>
+__device__ inline void query_span(const Mask& mask, int64_t n0, int64_t Sq, int64_t Sk, int64_t* m_begin,
+                                  int64_t* m_end) {
+  const int64_t n_last = (n0 + kBlockN < Sk ? n0 + kBlockN : Sk) - 1;
+  int64_t lo_a, hi_a, lo_b, hi_b;
+  mask.seen_by(n0, Sq, Sk, &lo_a, &hi_a);
+  mask.seen_by(n_last, Sq, Sk, &lo_b, &hi_b);
+  *m_begin = (lo_a < lo_b ? lo_a : lo_b) / kBlockM * kBlockM;
+  *m_end = hi_a > hi_b ? hi_a : hi_b;
+}
+
+// The first key block that reaches the tile at row m0, given that block `block` does: every block
+// before it starts at or before m0, so the first is the first whose span ends past m0.
+template <int kBlockM, int kBlockN>
+__device__ inline int64_t first_block_reaching(const Mask& mask, int64_t m0, int64_t block, int64_t Sq, int64_t Sk) {
+  int64_t lo = 0, hi = block;  // the answer lies in [lo, hi]
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    int64_t begin, end;
+    query_span<kBlockM, kBlockN>(mask, mid * kBlockN, Sq, Sk, &begin, &end);
+    if (end > m0) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+// bar.sync on named barrier kId of kCount threads (0 and the whole block: __syncthreads).
+template <int kId, int kCount>
+__device__ inline void sync_barrier() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "n"(kCount) : "memory");
+}
+
+// Deterministic mode's turns: the threads that add a block's dQ (kCount of them, meeting at
+// barrier kId; `leader` one of them) wait until the counter of their dQ tile says that every
+// block before theirs has added its share, and pass the turn on once their own atomics are issued.
+template <int kId, int kCount>
+__device__ inline void wait_turn(const int* turn, int expected, bool leader) {
+  if (leader) {
+    int seen;
+    do {
+      asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(seen) : "l"(turn) : "memory");
+    } while (seen != expected);
+  }
+  sync_barrier<kId, kCount>();
+}
+template <int kId, int kCount>
+__device__ inline void pass_turn(int* turn, bool leader) {
+  sync_barrier<kId, kCount>();
+  if (leader) {
+    asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(turn) : "memory");
+  }
+}
+
+// dq = the f32 accumulator in dq's dtype, for every row of the call (rows no sequence covers hold 0).
+template <class E>
+__global__ void convert_dq_kernel(BackwardArgs<typename E::T> a, const float* dq_accum, int64_t batches, int64_t rows,
+                                  const int* flag) {
+  if (*flag != 0) return;
+  const AttnLayout& f = a.g.fwd;
+  const int64_t n = batches * rows * f.Hq * f.D;
+  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < n; x += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t d = x % f.D, h = x / f.D % f.Hq, i = x / (f.D * f.Hq) % rows, b = x / (f.D * f.Hq * rows);
+    a.dq[b * a.g.dq[0] + i * a.g.dq[1] + h * a.g.dq[2] + d] = E::store(dq_accum[x]);
+  }
+}
+
+// Everything around the main kernel: scratch for delta, dq's f32 accumulator, the non-finite flag and
+// (deterministic mode) the turn counters; the pre-pass; main(a, dq_accum, accum_batch_rows, turns,
+// tiles_per_head, flag, stream), which launches the main kernel for query tiles of kBlockM rows;
+// dq's conversion; the generic passes where the inputs held non-finite values.
+template <class E, int kBlockM, class Main>
+xhal_status launch_tensor_core_backward(const xhal_op_call* c, char* msg, size_t len, Main&& main) {
+  using T = typename E::T;
+  const auto [problem, max_keys] = attention_backward::backward_problem(c);
+  BackwardArgs<T> a = backward_args<T>(c, problem, max_keys);
+  const AttnLayout& f = a.g.fwd;
+  if (f.Hq == 0) return XHAL_OK;
+  const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
+  const int64_t batches = problem.batched ? a.seqs.batch : 1, rows = problem.batched ? q->shape[1] : q->shape[0];
+  const int64_t row_tasks = a.seqs.batch * f.Hq * a.max_rows, accum = batches * rows * f.Hq * f.D;
+  const size_t delta_bytes = (size_t(row_tasks) * 4 + 255) / 256 * 256, accum_bytes = size_t(accum) * 4;
+  // Deterministic mode: a turn counter per (sequence, query head, query tile).
+  const bool ordered = kernels::deterministic(c);
+  const int64_t tiles_per_head = (a.max_rows + kBlockM - 1) / kBlockM;
+  const size_t turn_bytes = ordered ? size_t(a.seqs.batch * f.Hq * tiles_per_head) * 4 : 0;
+  void* scratch = nullptr;
+  if (const xhal_status s = c->host->scratch_alloc(c->host->ctx, c->device, delta_bytes + accum_bytes + 256 + turn_bytes,
+                                                   c->stream, &scratch, msg, len);
+      s != XHAL_OK) {
+    return s;
+  }
+  auto* base = static_cast<char*>(scratch);
+  a.delta = reinterpret_cast<float*>(base);
+  auto* dq_accum = reinterpret_cast<float*>(base + delta_bytes);
+  auto* flag = reinterpret_cast<int*>(base + delta_bytes + accum_bytes);
+  int* turns = ordered ? reinterpret_cast<int*>(base + delta_bytes + accum_bytes + 256) : nullptr;
+  a.only_if = flag;
+  auto stream = static_cast<gpuStream_t>(c->stream);
+  xhal_status s = gpuMemsetAsync(dq_accum, 0, accum_bytes + 256 + turn_bytes, stream) == gpuSuccess
+                      ? XHAL_OK
+                      : kernel_error(msg, len, XHAL_ERR_DEVICE, "attention_backward: clearing dq's accumulator failed");
+  const int64_t sms = multiprocessor_count(c->device);
+  if (s == XHAL_OK) {
+    if (row_tasks > 0) prepare_rows_kernel<E><<<grid_for(row_tasks, 4, 64 * sms), 128, 0, stream>>>(a, flag);
+    scan_keys_kernel<E>
+        <<<grid_for(a.seqs.batch * max_keys * (f.Hq / f.group) * (f.D + f.Dv), 256, 32 * sms), 256, 0, stream>>>(a,
+                                                                                                                 flag);
+    s = launch_status(msg, len, "attention_backward (delta and the non-finite scan)");
+  }
+  if (s == XHAL_OK && max_keys > 0 && a.seqs.batch > 0) {
+    s = main(a, dq_accum, problem.batched ? rows : 0, turns, tiles_per_head, flag, stream);
+    if (s == XHAL_OK) s = launch_status(msg, len, "attention_backward (tensor cores)");
+  }
+  if (s == XHAL_OK) {
+    convert_dq_kernel<E><<<grid_for(accum, 256, 32 * sms), 256, 0, stream>>>(a, dq_accum, batches, rows, flag);
+    s = launch_status(msg, len, "attention_backward (dq)");
+  }
+  // Where the inputs held non-finite values, the generic passes (small grids: they exit at once
+  // otherwise); the varlen tails in any case.
+  if (s == XHAL_OK) s = launch_gradient_passes<E>(c, a, problem.batched, 2 * sms, msg, len);
+  // The allocator is stream-ordered: the scratch is reused only after these kernels.
+  c->host->scratch_free(c->host->ctx, c->device, scratch);
+  return s;
+}
+
+// The tensor-core kernels' conditions: the forward flash kernel's on q, k, v and out, D in
+// {64, 128}, no softcap, dout's rows 16-byte aligned and dk, dv 4-byte aligned pairs.
+inline const char* tensor_core_supports(const xhal_op_call* c) {
+  if (const char* why = flash_supports(nullptr, c)) return why;
+  const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
+  const int64_t D = q->shape[q->ndim - 1];
+  if (D != 64 && D != 128) return "head dim not 64 or 128";
+  if (kernels::op_params<xhal_attention_op_params>(c).softcap > 0.0f) return "softcap (the generic kernel has it)";
+  const DLTensor* dout = c->tensors[XHAL_ATTENTION_BACKWARD_DOUT];
+  if (reinterpret_cast<uintptr_t>(dout->data) % 16 != 0) return "dout not 16-byte aligned";
+  if (dout->strides[dout->ndim - 3] > (int64_t(1) << 24)) return "dout's sequence stride above 2^24 elements";
+  const int64_t batch = c->op == XHAL_OP_ATTENTION_VARLEN_BACKWARD
+                            ? c->tensors[XHAL_ATTENTION_VARLEN_BACKWARD_CU_SEQLENS_Q]->shape[0] - 1
+                            : q->shape[0];
+  if (batch > 65535) return "more than 65535 sequences (a grid dimension)";
+  for (int d = 0; d + 1 < dout->ndim; ++d) {
+    if ((dout->strides[d] * 2) % 16 != 0) return "dout strides not multiples of 8 elements";
+  }
+  for (const DLTensor* g : {c->tensors[XHAL_ATTENTION_BACKWARD_DK], c->tensors[XHAL_ATTENTION_BACKWARD_DV]}) {
+    if (reinterpret_cast<uintptr_t>(g->data) % 4 != 0) return "dk or dv not 4-byte aligned";
+    for (int d = 0; d + 1 < g->ndim; ++d) {
+      if (g->strides[d] % 2 != 0) return "dk or dv strides not even";
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace xhal::gpu::attention_backward
+
+#endif
