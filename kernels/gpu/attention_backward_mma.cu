@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
   float* sDelta = sLse + 2 * kBlockM;  // [2][kBlockM]
 
   const AttnLayout& f = a.g.fwd;
-  const int64_t b = blockIdx.z, hk = blockIdx.y, n0 = int64_t(blockIdx.x) * kBlockN;
+  const int64_t b = blockIdx.z, hk = blockIdx.y, block = key_block<kOrdered>(), n0 = block * kBlockN;
   int64_t q0, Sq, k0, Sk;
   a.span(b, &q0, &Sq, &k0, &Sk);
   if (n0 >= Sk) return;
@@ -205,8 +205,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
     int* turn = nullptr;
     if constexpr (kOrdered) {
       turn = dq_turns + (b * f.Hq + h) * tiles_per_head + m0 / kBlockM;
-      const int64_t first = first_block_reaching<kBlockM, kBlockN>(a.mask, m0, blockIdx.x, Sq, Sk);
-      wait_turn<0, Tile::kThreads>(turn, int(blockIdx.x - first), threadIdx.x == 0);
+      wait_turn<0, Tile::kThreads>(turn, later_blocks_reaching<kBlockM, kBlockN>(a.mask, m0, block, Sq, Sk), threadIdx.x == 0);
     }
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {

@@ -9,8 +9,9 @@
 //   from registers, dSᵀ to shared memory, then dQ = dS K read transposed from there, added into
 //   the f32 accumulator with atomics.
 // D = 128: each consumer computes 64 of dQ's columns over all 128 keys (the two meet at a barrier
-// once both dSᵀ halves are written). D = 64: each computes all columns over its own 64 keys, and in
-// deterministic mode the second adds after the first.
+// once both dSᵀ halves are written). D = 64: each computes all columns over its own 64 keys (in
+// deterministic mode the second adds after the first), issuing dQ's product before dV's and dK's
+// so that dQ is added while those run.
 // The pre-pass, dq's conversion and deterministic mode's order between blocks:
 // attention_backward_tensor_cores.cuh. Varlen calls take the mma.sync kernel: a tile's TMA rows
 // past its sequence would be the next sequence's, not zeros.
@@ -33,6 +34,9 @@ struct WgmmaBackwardTile {
   static constexpr int D = D_, kBlockM = 64, kBlockN = 128, kThreads = 384;
   static constexpr int kMTiles = kBlockM / 8, kDTiles = D / 8;
   static constexpr bool kSplitKeys = D == 64;  // dQ: each consumer over its own keys (else its columns)
+  // dQ's product issued before dV's and dK's, so that dQ is added while those run. At D = 128 the
+  // registers that takes make ptxas spill and serialise the wgmma.
+  static constexpr bool kDqFirst = D == 64;
   static constexpr int kKVBytes = kBlockN * D * 2, kRowsBytes = kBlockM * D * 2, kDsBytes = kBlockN * kBlockM * 2;
   // K, V; Q, dO and dSᵀ in two stages; lse and delta in two stages; the mbarriers; 1 KiB of slack
   // to align the tiles for the swizzle.
@@ -84,7 +88,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
   if (*flag != 0) return;
   const AttnLayout& f = a.g.fwd;
-  const int64_t b = blockIdx.z, hk = blockIdx.y, n0 = int64_t(blockIdx.x) * kBlockN;
+  const int64_t b = blockIdx.z, hk = blockIdx.y, block = key_block<kOrdered>(), n0 = block * kBlockN;
   int64_t q0, Sq, k0, Sk;
   a.span(b, &q0, &Sq, &k0, &Sk);
   if (n0 >= Sk) return;
@@ -141,11 +145,11 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
                             int(b), full + st);
         }
       }
-      // lse (natural log; scaled where it is used) and delta; rows past Sq get zeros (masked).
+      // lse (scaled by log2 e for exp2) and delta; rows past Sq get zeros (masked).
       for (int r = lane; r < kBlockM; r += kWarpSize) {
         const int64_t i = m0 + r;
         const bool valid = i < Sq;
-        sLse[st * kBlockM + r] = valid ? a.lse[b * f.lse[0] + h * f.lse[1] + (q0 + i) * f.lse[2]] : 0.0f;
+        sLse[st * kBlockM + r] = valid ? a.lse[b * f.lse[0] + h * f.lse[1] + (q0 + i) * f.lse[2]] * kLog2e : 0.0f;
         sDelta[st * kBlockM + r] = valid ? a.delta[(b * f.Hq + h) * a.max_rows + i] : 0.0f;
       }
       sm90::mbarrier_arrive(full + st);
@@ -205,7 +209,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
         const int64_t j = j_first + group + (c / 2) * 8;
         const bool visible = all_visible || sees(a.mask, m0 + qi, j, Sq, Sk);
         const float p =
-            visible ? sm80::fast_exp2(s_t[t][c] * scale_log2 - ((c & 1) ? lse2.y : lse2.x) * kLog2e) : 0.0f;
+            visible ? sm80::fast_exp2(fmaf(s_t[t][c], scale_log2, -((c & 1) ? lse2.y : lse2.x))) : 0.0f;
         dp_t[t][c] = visible ? p * (dp_t[t][c] - ((c & 1) ? delta2.y : delta2.x)) : 0.0f;
         s_t[t][c] = p;
       }
@@ -219,13 +223,15 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       probabilities_as_a<E>(s_t, kk, pa[kk]);
       probabilities_as_a<E>(dp_t, kk, da[kk]);
     }
-    // dV += Pᵀ dO, dK += dSᵀ Q.
+    // dV += Pᵀ dO, dK += dSᵀ Q (here, or after dQ's product).
     sm90::pin(dv);
     sm90::pin(dk);
-    sm90::fence();
-    add_keys_by_rows<E, D>(dv, pa, do_tile);
-    add_keys_by_rows<E, D>(dk, da, q_tile);
-    sm90::commit();
+    if constexpr (!Tile::kDqFirst) {
+      sm90::fence();
+      add_keys_by_rows<E, D>(dv, pa, do_tile);
+      add_keys_by_rows<E, D>(dk, da, q_tile);
+      sm90::commit();
+    }
 
     // dQ = dS K, A = dSᵀ and B = K both read MN-major (keys along K), once the dSᵀ rows it needs
     // are written and visible to the tensor cores.
@@ -257,18 +263,24 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       }
     }
     sm90::commit();
-    sm90::wait<0>();
+    if constexpr (Tile::kDqFirst) {
+      add_keys_by_rows<E, D>(dv, pa, do_tile);
+      add_keys_by_rows<E, D>(dk, da, q_tile);
+      sm90::commit();
+      sm90::wait<1>();
+    } else {
+      sm90::wait<0>();
+      sm90::pin(dv);
+      sm90::pin(dk);
+      if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + st);  // Q, dO, lse, delta read
+    }
     sm90::pin(dq);
-    sm90::pin(dv);
-    sm90::pin(dk);
-    if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + st);  // Q, dO, lse, delta read
 
     // dQ rows m0 + 16 warp + group + 8 hh, columns 8t + 2 tig (+ 64 cw when split by columns).
     int* turn = nullptr;
     if constexpr (kOrdered) {
       turn = dq_turns + (b * f.Hq + h) * tiles_per_head + m0 / kBlockM;
-      const int64_t first = first_block_reaching<kBlockM, kBlockN>(a.mask, m0, blockIdx.x, Sq, Sk);
-      wait_turn<1, 256>(turn, int(blockIdx.x - first), leader);
+      wait_turn<1, 256>(turn, later_blocks_reaching<kBlockM, kBlockN>(a.mask, m0, block, Sq, Sk), leader);
       if constexpr (Tile::kSplitKeys) {
         if (cw == 1) sync_barrier<1, 256>();  // the first consumer's share goes first
       }
@@ -289,6 +301,12 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
         if (cw == 0) sync_barrier<1, 256>();
       }
       pass_turn<1, 256>(turn, leader);
+    }
+    if constexpr (Tile::kDqFirst) {
+      sm90::wait<0>();
+      sm90::pin(dv);
+      sm90::pin(dk);
+      if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + st);  // Q, dO, lse, delta read
     }
   }
 #pragma unroll

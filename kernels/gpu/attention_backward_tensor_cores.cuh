@@ -7,9 +7,9 @@
 //    multiplied (0 · inf would be NaN on tensor cores);
 //  - dQ added (scaled) into an f32 accumulator in global memory with atomics, then converted to
 //    dq's dtype;
-//  - deterministic mode: the key blocks of one (sequence, kv head) add into each dQ tile in the
-//    order of their keys, a counter per (sequence, query head, tile) saying whose turn it is, so
-//    the f32 sums have the same bits run to run.
+//  - deterministic mode: the key blocks of one (sequence, kv head) add into each dQ tile in
+//    descending order of their keys, a counter per (sequence, query head, tile) saying whose turn
+//    it is, so the f32 sums have the same bits run to run.
 #pragma once
 
 #include "attention_backward_generic.cuh"
@@ -101,22 +101,31 @@ __device__ inline void query_span(const Mask& mask, int64_t n0, int64_t Sq, int6
   *m_end = hi_a > hi_b ? hi_a : hi_b;
 }
 
-// The first key block that reaches the tile at row m0, given that block `block` does: every block
-// before it starts at or before m0, so the first is the first whose span ends past m0.
+// Deterministic mode's key blocks, launched from the last: block blockIdx.x owns key block
+// key_block(). Each waits at a dQ tile for the later key blocks that reach it, which were launched
+// before it (no wait on a block that may not be resident yet) and, under a causal or window mask,
+// reach the tile in fewer steps of their own (so the waits overlap work).
+template <bool kOrdered>
+__device__ inline int64_t key_block() {
+  return kOrdered ? int64_t(gridDim.x) - 1 - blockIdx.x : blockIdx.x;
+}
+
+// How many key blocks after `block` (which reaches the tile at row m0) reach that tile too: every
+// block after it ends at or past m0, so they are those that start at or before m0.
 template <int kBlockM, int kBlockN>
-__device__ inline int64_t first_block_reaching(const Mask& mask, int64_t m0, int64_t block, int64_t Sq, int64_t Sk) {
-  int64_t lo = 0, hi = block;  // the answer lies in [lo, hi]
+__device__ inline int later_blocks_reaching(const Mask& mask, int64_t m0, int64_t block, int64_t Sq, int64_t Sk) {
+  int64_t lo = block, hi = (Sk + kBlockN - 1) / kBlockN - 1;  // the last reaching block lies in [lo, hi]
   while (lo < hi) {
-    const int64_t mid = (lo + hi) / 2;
+    const int64_t mid = (lo + hi + 1) / 2;
     int64_t begin, end;
     query_span<kBlockM, kBlockN>(mask, mid * kBlockN, Sq, Sk, &begin, &end);
-    if (end > m0) {
-      hi = mid;
+    if (begin <= m0) {
+      lo = mid;
     } else {
-      lo = mid + 1;
+      hi = mid - 1;
     }
   }
-  return lo;
+  return int(lo - block);
 }
 
 // bar.sync on named barrier kId of kCount threads (0 and the whole block: __syncthreads).
