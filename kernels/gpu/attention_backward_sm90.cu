@@ -9,9 +9,8 @@
 //   from registers, dSᵀ to shared memory, then dQ = dS K read transposed from there, added into
 //   the f32 accumulator with atomics.
 // D = 128: each consumer computes 64 of dQ's columns over all 128 keys (the two meet at a barrier
-// once both dSᵀ halves are written). D = 64: each computes all columns over its own 64 keys (in
-// deterministic mode the second adds after the first), issuing dQ's product before dV's and dK's
-// so that dQ is added while those run.
+// once both dSᵀ halves are written). D = 64: each computes all columns over its own 64 keys, and in
+// deterministic mode the second adds after the first.
 // The pre-pass, dq's conversion and deterministic mode's order between blocks:
 // attention_backward_tensor_cores.cuh. Varlen calls take the mma.sync kernel: a tile's TMA rows
 // past its sequence would be the next sequence's, not zeros.
@@ -34,9 +33,6 @@ struct WgmmaBackwardTile {
   static constexpr int D = D_, kBlockM = 64, kBlockN = 128, kThreads = 384;
   static constexpr int kMTiles = kBlockM / 8, kDTiles = D / 8;
   static constexpr bool kSplitKeys = D == 64;  // dQ: each consumer over its own keys (else its columns)
-  // dQ's product issued before dV's and dK's, so that dQ is added while those run. At D = 128 the
-  // registers that takes make ptxas spill and serialise the wgmma.
-  static constexpr bool kDqFirst = D == 64;
   static constexpr int kKVBytes = kBlockN * D * 2, kRowsBytes = kBlockM * D * 2, kDsBytes = kBlockN * kBlockM * 2;
   // K, V; Q, dO and dSᵀ in two stages; lse and delta in two stages; the mbarriers; 1 KiB of slack
   // to align the tiles for the swizzle.
@@ -223,15 +219,13 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       probabilities_as_a<E>(s_t, kk, pa[kk]);
       probabilities_as_a<E>(dp_t, kk, da[kk]);
     }
-    // dV += Pᵀ dO, dK += dSᵀ Q (here, or after dQ's product).
+    // dV += Pᵀ dO, dK += dSᵀ Q.
     sm90::pin(dv);
     sm90::pin(dk);
-    if constexpr (!Tile::kDqFirst) {
-      sm90::fence();
-      add_keys_by_rows<E, D>(dv, pa, do_tile);
-      add_keys_by_rows<E, D>(dk, da, q_tile);
-      sm90::commit();
-    }
+    sm90::fence();
+    add_keys_by_rows<E, D>(dv, pa, do_tile);
+    add_keys_by_rows<E, D>(dk, da, q_tile);
+    sm90::commit();
 
     // dQ = dS K, A = dSᵀ and B = K both read MN-major (keys along K), once the dSᵀ rows it needs
     // are written and visible to the tensor cores.
@@ -263,18 +257,11 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       }
     }
     sm90::commit();
-    if constexpr (Tile::kDqFirst) {
-      add_keys_by_rows<E, D>(dv, pa, do_tile);
-      add_keys_by_rows<E, D>(dk, da, q_tile);
-      sm90::commit();
-      sm90::wait<1>();
-    } else {
-      sm90::wait<0>();
-      sm90::pin(dv);
-      sm90::pin(dk);
-      if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + st);  // Q, dO, lse, delta read
-    }
+    sm90::wait<0>();
     sm90::pin(dq);
+    sm90::pin(dv);
+    sm90::pin(dk);
+    if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + st);  // Q, dO, lse, delta read
 
     // dQ rows m0 + 16 warp + group + 8 hh, columns 8t + 2 tig (+ 64 cw when split by columns).
     int* turn = nullptr;
@@ -301,12 +288,6 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
         if (cw == 0) sync_barrier<1, 256>();
       }
       pass_turn<1, 256>(turn, leader);
-    }
-    if constexpr (Tile::kDqFirst) {
-      sm90::wait<0>();
-      sm90::pin(dv);
-      sm90::pin(dk);
-      if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + st);  // Q, dO, lse, delta read
     }
   }
 #pragma unroll
