@@ -29,6 +29,8 @@ summary=()
 note() { summary+=("$1"); echo "== $1"; }
 stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,train,check,trace,memcheck,bench,before_after,linear,comm,peers,cpu,cpu_peers},"
 want() { [[ $stages == *",$1,"* ]]; }
+# The Hopper kernels; disabled, the same calls take the portable mma.sync kernels.
+wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma,cuda.attention_backward_wgmma"
 
 # DLPack's header: Debian's package where present, else a copy shipped in a Python package.
 dlpack=""
@@ -86,7 +88,6 @@ if want conformance; then
   note "conformance cuda: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda.log" | tr '\n' ' ')"
   grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda.log" | head -n 20
   # The same attention cases through the mma.sync kernel, which the wgmma one takes over on sm_90.
-  wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma,cuda.attention_backward_wgmma"
   XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal_conformance" --gtest_filter='*Attention*/cuda_*' \
     >"$out/conformance-cuda-mma.log" 2>&1
   note "conformance cuda attention, wgmma disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-mma.log" | tr '\n' ' ')"
@@ -156,7 +157,7 @@ if want bench; then
   note "xhal-bench: exit $?"
   grep -E "^(ceiling|rms|fused|swiglu|rope|cross|embedding|attention|paged|linear)" "$out/bench.txt" |
     sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 40
-  XHAL_DISABLE_KERNELS=cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma "$build/bin/xhal-bench" \
+  XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal-bench" \
     --device cuda:0 $quick --benchmark_min_time=0.2 --benchmark_filter='^attention' >"$out/bench-mma.txt" 2>&1
   note "xhal-bench attention with the mma.sync kernel: exit $?"
   grep -E "^attention" "$out/bench-mma.txt" | sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 6
