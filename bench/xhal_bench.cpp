@@ -451,8 +451,10 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     int64_t D;
     bool deterministic;
   };
-  std::vector<BackwardCase> backward_cases = {{true, D, false}, {false, D, false}, {true, 64, false}, {false, 64, false}};
-  if (dev.type != xhal::DeviceType::cpu) backward_cases.insert(backward_cases.end(), {{true, D, true}, {false, D, true}});
+  std::vector<BackwardCase> backward_cases = {
+      {true, D, false}, {false, D, false}, {true, 64, false}, {false, 64, false}};
+  if (dev.type != xhal::DeviceType::cpu)
+    backward_cases.insert(backward_cases.end(), {{true, D, true}, {false, D, true}});
   for (const auto& [causal, D, deterministic] : backward_cases) {
     const double flops = 2.5 * 4.0 * B * H * S * S * D / (causal ? 2.0 : 1.0);
     add(fmt::format("attention_backward/{}{}/B{}_H{}_S{}_D{}/{}", causal ? "causal" : "full",

@@ -205,7 +205,8 @@ __global__ void __launch_bounds__(Tile::kThreads)
     int* turn = nullptr;
     if constexpr (kOrdered) {
       turn = dq_turns + (b * f.Hq + h) * tiles_per_head + m0 / kBlockM;
-      wait_turn<0, Tile::kThreads>(turn, later_blocks_reaching<kBlockM, kBlockN>(a.mask, m0, block, Sq, Sk), threadIdx.x == 0);
+      wait_turn<0, Tile::kThreads>(turn, later_blocks_reaching<kBlockM, kBlockN>(a.mask, m0, block, Sq, Sk),
+                                   threadIdx.x == 0);
     }
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {

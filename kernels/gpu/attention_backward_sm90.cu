@@ -204,8 +204,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
         const int qi = t * 8 + tig * 2 + (c & 1);
         const int64_t j = j_first + group + (c / 2) * 8;
         const bool visible = all_visible || sees(a.mask, m0 + qi, j, Sq, Sk);
-        const float p =
-            visible ? sm80::fast_exp2(fmaf(s_t[t][c], scale_log2, -((c & 1) ? lse2.y : lse2.x))) : 0.0f;
+        const float p = visible ? sm80::fast_exp2(fmaf(s_t[t][c], scale_log2, -((c & 1) ? lse2.y : lse2.x))) : 0.0f;
         dp_t[t][c] = visible ? p * (dp_t[t][c] - ((c & 1) ? delta2.y : delta2.x)) : 0.0f;
         s_t[t][c] = p;
       }
@@ -350,9 +349,9 @@ struct WgmmaAttentionBackward {
 // The mma.sync kernel's conditions, TMA maps of q, k, v and dout, an sm_90 device.
 const char* wgmma_backward_supports(void*, const xhal_op_call* c) {
   if (const char* why = tensor_core_supports(c)) return why;
-  if (const char* why = rows_map_unsupported(
-          {c->tensors[XHAL_ATTENTION_BACKWARD_Q], c->tensors[XHAL_ATTENTION_BACKWARD_K],
-           c->tensors[XHAL_ATTENTION_BACKWARD_V], c->tensors[XHAL_ATTENTION_BACKWARD_DOUT]})) {
+  if (const char* why =
+          rows_map_unsupported({c->tensors[XHAL_ATTENTION_BACKWARD_Q], c->tensors[XHAL_ATTENTION_BACKWARD_K],
+                                c->tensors[XHAL_ATTENTION_BACKWARD_V], c->tensors[XHAL_ATTENTION_BACKWARD_DOUT]})) {
     return why;
   }
   const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];

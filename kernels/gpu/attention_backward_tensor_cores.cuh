@@ -188,8 +188,8 @@ xhal_status launch_tensor_core_backward(const xhal_op_call* c, char* msg, size_t
   const int64_t tiles_per_head = (a.max_rows + kBlockM - 1) / kBlockM;
   const size_t turn_bytes = ordered ? size_t(a.seqs.batch * f.Hq * tiles_per_head) * 4 : 0;
   void* scratch = nullptr;
-  if (const xhal_status s = c->host->scratch_alloc(c->host->ctx, c->device, delta_bytes + accum_bytes + 256 + turn_bytes,
-                                                   c->stream, &scratch, msg, len);
+  if (const xhal_status s = c->host->scratch_alloc(
+          c->host->ctx, c->device, delta_bytes + accum_bytes + 256 + turn_bytes, c->stream, &scratch, msg, len);
       s != XHAL_OK) {
     return s;
   }

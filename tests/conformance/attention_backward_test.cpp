@@ -124,8 +124,8 @@ TEST_P(Conformance, AttentionBackwardNonFinite) {
 // the tensor-core kernel keeps the call (it orders its dq additions) for f16 and bf16.
 TEST_P(Conformance, AttentionBackwardDeterministic) {
   registry::set_deterministic(true);
-  for (const AttnCase& c : {AttnCase{2, 130, 130, 8, 2, 64, 64, {.causal = true}},
-                            AttnCase{1, 200, 700, 2, 1, 128, 128, {}}}) {
+  for (const AttnCase& c :
+       {AttnCase{2, 130, 130, 8, 2, 64, 64, {.causal = true}}, AttnCase{1, 200, 700, 2, 1, 128, 128, {}}}) {
     SCOPED_TRACE(describe(c));
     auto q = random({c.B, c.Sq, c.Hq, c.D}), k = random({c.B, c.Sk, c.Hkv, c.D});
     auto v = random({c.B, c.Sk, c.Hkv, c.Dv}), dout = random({c.B, c.Sq, c.Hq, c.Dv});
