@@ -27,43 +27,18 @@
 #include "bench/cpu_read_bound.hpp"
 #endif
 
+#include "bench/bench_case.hpp"
 #include "xhal/xhal.hpp"
 
 namespace {
 
-using xhal::Device;
-using xhal::DType;
-using xhal::Tensor;
+using namespace xhal::bench;
 
 struct Options {
   Device device;
   DType dtype = DType::bf16;
   bool quick = false;
 };
-
-// Problem sizes per device type. The CPU row keeps each benchmark within seconds on two cores with
-// every tensor of a memory-bound op far beyond the last-level cache; the accelerator row is what
-// serving a 8B-70B model looks like. --quick divides the token/sequence/row dimension by 8 for CI
-// smoke runs; the copy keeps its size, since a copy that fits in the last-level cache (300 MiB on
-// the GPU machines' hosts) would measure the cache instead.
-struct Shapes {
-  int64_t rows, hidden;  // rms_norm, fused_add_rms_norm, swiglu: [rows, hidden]
-  int64_t rope_tokens;  // rope: q [T, 32, 128], k [T, 8, 128]
-  std::vector<std::pair<int64_t, int64_t>>
-      gradient_rows;  // the backward ops of the norms and swiglu: [rows, hidden] each
-  int64_t ce_tokens, ce_vocab;  // cross_entropy: logits [tokens, vocab]
-  int64_t optimizer_params;  // adamw_step, global_grad_norm: flat buffers of this many parameters
-  int64_t attn_batch, attn_heads, attn_seq;  // attention (MHA), head dim kHeadDim
-  std::vector<int64_t> varlen_seqs;  // attention_varlen: packed sequence lengths, causal
-  int64_t paged_batch, paged_ctx;  // paged_attention: Hq 32, Hkv 8, block 16
-  int64_t paged_long_ctx;  // paged_attention of one long sequence
-  int64_t linear_m, linear_n, linear_k;
-  int64_t decode_n, decode_k;  // linear_decode: one row of x against w [decode_n, decode_k]
-  int64_t copy_mib;  // ceiling/copy: bytes of the source
-  int64_t gemm_size;  // ceiling/gemm: f32 linear gemm_size^3
-};
-
-constexpr int64_t kHeadDim = 128;
 
 Shapes shapes_for(xhal::DeviceType type, bool quick) {
   // clang-format off
@@ -99,53 +74,6 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
   }
   return s;
 }
-
-// Fresh random values in [-1, 1) (never zeros: some kernels have fast paths for them).
-Tensor random_tensor(const std::vector<int64_t>& shape, DType dtype, Device device) {
-  static std::mt19937 rng(1234);
-  const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  if (dtype == DType::f32) {
-    std::vector<float> host(static_cast<size_t>(n));
-    for (float& x : host) x = dist(rng);
-    return Tensor::from_host(host.data(), shape, dtype, device);
-  }
-  std::vector<uint16_t> host(static_cast<size_t>(n));
-  for (uint16_t& x : host) x = dtype == DType::bf16 ? xhal::float_to_bf16(dist(rng)) : xhal::float_to_f16(dist(rng));
-  return Tensor::from_host(host.data(), shape, dtype, device);
-}
-
-// Values in [lo, hi) from a multiplicative hash of the index: fast enough for the optimizer's
-// billion-element buffers, where the generator of random_tensor would take seconds per tensor.
-Tensor hashed_tensor(int64_t n, DType dtype, Device device, float lo, float hi) {
-  auto value = [&](int64_t i) {
-    return lo + (hi - lo) * float((uint64_t(i) * 0x9E3779B97F4A7C15ull) >> 40) / float(1 << 24);
-  };
-  if (dtype == DType::f32) {
-    std::vector<float> host(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) host[size_t(i)] = value(i);
-    return Tensor::from_host(host.data(), {n}, dtype, device);
-  }
-  std::vector<uint16_t> host(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    host[size_t(i)] = dtype == DType::bf16 ? xhal::float_to_bf16(value(i)) : xhal::float_to_f16(value(i));
-  }
-  return Tensor::from_host(host.data(), {n}, dtype, device);
-}
-
-Tensor i32_tensor(const std::vector<int32_t>& values, const std::vector<int64_t>& shape, Device device) {
-  return Tensor::from_host(values.data(), shape, DType::i32, device);
-}
-
-// One benchmark: build() allocates and fills the inputs and returns the call to time (it owns the
-// tensors); bytes/flops are per call. Bound says which ceiling the figure is a fraction of.
-enum class Bound { memory, compute };
-struct Case {
-  std::string name;
-  double bytes = 0, flops = 0;
-  Bound bound = Bound::memory;
-  std::function<std::function<void()>()> build;
-};
 
 struct Ceilings {
   double copy_gbps = 0, gemm_tflops = 0;
@@ -315,104 +243,7 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     return std::function<void()>([=] { xhal::ops::swiglu_packed(x, out); });
   });
 
-  // The backward ops, each input read once and each output written once: rms_norm_backward reads
-  // dout and x and writes dx; the fused one also reads dresidual and writes it (dx in place); the
-  // swiglu ones read dout, gate and up and write their two gradients.
-  for (const auto& [gm, gn] : s.gradient_rows) {
-    const std::string shape = fmt::format("{}x{}", gm, gn);
-    add("rms_norm_backward/" + shape + "/" + tn, (3.0 * gm * gn + 2.0 * gn) * e, 0, Bound::memory, [=] {
-      Tensor dout = random_tensor({gm, gn}, dt, dev), x = random_tensor({gm, gn}, dt, dev);
-      Tensor w = random_tensor({gn}, dt, dev), dx = Tensor::empty({gm, gn}, dt, dev);
-      Tensor dw = Tensor::empty({gn}, dt, dev);
-      return std::function<void()>([=] { xhal::ops::rms_norm_backward(dout, x, w, 1e-5f, dx, dw); });
-    });
-    // dx is dresidual (in place, as a training step calls it: both are one gradient).
-    add("fused_add_rms_norm_backward/" + shape + "/" + tn, (4.0 * gm * gn + 2.0 * gn) * e, 0, Bound::memory, [=] {
-      Tensor dout = random_tensor({gm, gn}, dt, dev), r = random_tensor({gm, gn}, dt, dev);
-      Tensor dr = random_tensor({gm, gn}, dt, dev), w = random_tensor({gn}, dt, dev);
-      Tensor dw = Tensor::empty({gn}, dt, dev);
-      return std::function<void()>([=] { xhal::ops::fused_add_rms_norm_backward(dout, r, w, 1e-5f, dr, dr, dw); });
-    });
-    add("swiglu_backward/" + shape + "/" + tn, 5.0 * gm * gn * e, 0, Bound::memory, [=] {
-      Tensor dout = random_tensor({gm, gn}, dt, dev), g = random_tensor({gm, gn}, dt, dev);
-      Tensor u = random_tensor({gm, gn}, dt, dev);
-      Tensor dg = Tensor::empty({gm, gn}, dt, dev), du = Tensor::empty({gm, gn}, dt, dev);
-      return std::function<void()>([=] { xhal::ops::swiglu_backward(dout, g, u, dg, du); });
-    });
-    add("swiglu_packed_backward/" + shape + "/" + tn, 5.0 * gm * gn * e, 0, Bound::memory, [=] {
-      Tensor dout = random_tensor({gm, gn}, dt, dev), x = random_tensor({gm, 2 * gn}, dt, dev);
-      Tensor dx = Tensor::empty({gm, 2 * gn}, dt, dev);
-      return std::function<void()>([=] { xhal::ops::swiglu_packed_backward(dout, x, dx); });
-    });
-  }
-
-  // cross_entropy over a Llama-3 vocabulary: the forward reads the logits once; the backward reads
-  // them and writes the gradient over them (in place); a training step runs both.
-  {
-    const int64_t CT = s.ce_tokens, CV = s.ce_vocab;
-    const std::string shape = fmt::format("T{}_V{}", CT, CV);
-    const double logits_bytes = double(CT) * double(CV) * e;
-    for (const int passes : {1, 2, 3}) {
-      const std::string name = passes == 1   ? "cross_entropy/" + shape
-                               : passes == 2 ? "cross_entropy_backward/" + shape + "_in_place"
-                                             : "cross_entropy/" + shape + "_forward_and_backward";
-      add(name + "/" + tn, passes * logits_bytes + 16.0 * CT, 0, Bound::memory, [=] {
-        Tensor logits = random_tensor({CT, CV}, dt, dev);
-        std::vector<int32_t> label_values(static_cast<size_t>(CT));
-        for (size_t t = 0; t < label_values.size(); ++t) label_values[t] = int32_t((t * 7919) % size_t(CV));
-        Tensor labels = i32_tensor(label_values, {CT}, dev);
-        Tensor loss = Tensor::empty({CT}, DType::f32, dev), lse = Tensor::empty({CT}, DType::f32, dev);
-        std::vector<float> ones(static_cast<size_t>(CT), 1.0f / float(CT));
-        Tensor dloss = Tensor::from_host(ones.data(), {CT}, DType::f32, dev);
-        xhal::ops::cross_entropy(logits, labels, loss, lse);
-        return std::function<void()>([=] {
-          if (passes != 2) xhal::ops::cross_entropy(logits, labels, loss, lse);
-          if (passes != 1) xhal::ops::cross_entropy_backward(logits, labels, lse, dloss, logits);
-        });
-      });
-    }
-  }
-
-  // embedding over a Llama-3 vocabulary and hidden size (a batch of 2·ce_tokens tokens): the forward
-  // reads the picked rows and writes them; the backward reads dout and writes the whole table's
-  // gradient (zero where no token picked a row), the bytes its ceiling counts.
-  {
-    const int64_t ET = 2 * s.ce_tokens, EV = s.ce_vocab, ED = 4096;
-    const std::string shape = fmt::format("T{}_V{}_D{}", ET, EV, ED);
-    std::vector<int32_t> id_values(static_cast<size_t>(ET));
-    for (size_t t = 0; t < id_values.size(); ++t) id_values[t] = int32_t((t * 7919) % size_t(EV));
-    add("embedding/" + shape + "/" + tn, 2.0 * double(ET * ED) * e + 4.0 * ET, 0, Bound::memory, [=] {
-      Tensor ids = i32_tensor(id_values, {ET}, dev), table = random_tensor({EV, ED}, dt, dev);
-      Tensor out = Tensor::empty({ET, ED}, dt, dev);
-      return std::function<void()>([=] { xhal::ops::embedding(ids, table, out); });
-    });
-    add("embedding_backward/" + shape + "/" + tn, double((ET + EV) * ED) * e + 4.0 * ET, 0, Bound::memory, [=] {
-      Tensor ids = i32_tensor(id_values, {ET}, dev), dout = random_tensor({ET, ED}, dt, dev);
-      Tensor dtable = Tensor::empty({EV, ED}, dt, dev);
-      return std::function<void()>([=] { xhal::ops::embedding_backward(ids, dout, dtable); });
-    });
-  }
-
-  // The optimizer over one flat buffer of parameters with f32 master weights and moments: adamw_step
-  // reads the gradient and the three f32 buffers and writes the parameter and the three buffers;
-  // global_grad_norm reads the gradient.
-  {
-    const int64_t P = s.optimizer_params;
-    const std::string shape = fmt::format("{}M_params", P >> 20);
-    add("adamw_step/" + shape + "_master/" + tn, double(P) * (2 * e + 6 * 4.0), 0, Bound::memory, [=] {
-      Tensor param = hashed_tensor(P, dt, dev, -1, 1), grad = hashed_tensor(P, dt, dev, -1, 1);
-      Tensor master = hashed_tensor(P, DType::f32, dev, -1, 1), m = hashed_tensor(P, DType::f32, dev, -0.1f, 0.1f);
-      Tensor v = hashed_tensor(P, DType::f32, dev, 0, 0.01f);
-      return std::function<void()>([=] {
-        const xhal::TensorView master_view = master;
-        xhal::ops::adamw_step(param, grad, m, v, &master_view, nullptr, nullptr, {.weight_decay = 0.0f});
-      });
-    });
-    add("global_grad_norm/" + shape + "/" + tn, double(P) * e, 0, Bound::memory, [=] {
-      Tensor grad = hashed_tensor(P, dt, dev, -1, 1), norm = Tensor::empty({1}, DType::f32, dev);
-      return std::function<void()>([=] { xhal::ops::global_grad_norm(grad, norm, nullptr, 1.0f); });
-    });
-  }
+  add_training_cases(s, dt, dev, cases);
 
   // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.
   const int64_t T = s.rope_tokens, Hq = 32, Hkv = 8;
