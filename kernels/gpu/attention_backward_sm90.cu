@@ -49,25 +49,27 @@ struct BackwardMaps {
 };
 
 // Sᵀ or dPᵀ of one consumer (its 64 keys against the tile's 64 queries): A = its rows of K (or
-// V), B = the tile's Q (or dO), both K-major (descriptors of their first bytes), summed over D.
+// V), B = the tile's Q (or dO), both K-major, summed over D.
 template <class E, int D>
-__device__ inline void keys_times_rows(float (&acc)[8][4], uint64_t keys, uint64_t rows) {
+__device__ inline void keys_times_rows(float (&acc)[8][4], const unsigned char* keys, const unsigned char* rows) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     const int block = kk / 4, within = (kk % 4) * 32;
-    sm90::mma_ss<E, 64>(acc, sm90::advance(keys, block * 128 * 128 + within),
-                        sm90::advance(rows, block * 64 * 128 + within), kk > 0);
+    sm90::mma_ss<E, 64>(acc, sm90::descriptor(keys + block * 128 * 128 + within, 16, 1024),
+                        sm90::descriptor(rows + block * 64 * 128 + within, 16, 1024), kk > 0);
   }
 }
 
 // acc (64 keys x D) += Aᵀ B: A = Pᵀ or dSᵀ in registers (kk: 16 queries each), B = the tile's dO
-// or Q read MN-major (queries along K; the descriptor of its first bytes).
+// or Q read MN-major (queries along K).
 template <class E, int D>
-__device__ inline void add_keys_by_rows(float (&acc)[D / 8][4], const uint32_t (&a)[4][4], uint64_t rows) {
+__device__ inline void add_keys_by_rows(float (&acc)[D / 8][4], const uint32_t (&a)[4][4], const unsigned char* rows) {
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
-    sm90::mma_rs_n64<E, 0>(acc, a[kk], sm90::advance(rows, kk * 16 * 128));
-    if constexpr (D == 128) sm90::mma_rs_n64<E, 8>(acc, a[kk], sm90::advance(rows, 64 * 128 + kk * 16 * 128));
+    sm90::mma_rs_n64<E, 0>(acc, a[kk], sm90::descriptor(rows + kk * 16 * 128, 64 * 128, 1024));
+    if constexpr (D == 128) {
+      sm90::mma_rs_n64<E, 8>(acc, a[kk], sm90::descriptor(rows + 64 * 128 + kk * 16 * 128, 64 * 128, 1024));
+    }
   }
 }
 
@@ -112,6 +114,8 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     sm90::mbarrier_init_fence();
   }
   __syncthreads();
+  const auto step_head = [&](int64_t step) { return hk * f.group + step / m_tiles; };
+  const auto step_row = [&](int64_t step) { return m_begin + step % m_tiles * kBlockM; };
 
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   if (wg == 0) {  // producer: its first warp
@@ -124,12 +128,10 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
         sm90::tma_load_4d(sV + cb * kBlockN * 128, &maps.v, cb * 64, int(hk), int(n0), int(b), kv_full);
       }
     }
-    // The steps walk the query tiles of each query head of the group in turn.
-    int64_t h = hk * f.group, m0 = m_begin;
-    for (int64_t step = 0; step < steps; ++step, m0 += kBlockM) {
-      if (m0 >= m_end) m0 = m_begin, ++h;
+    for (int64_t step = 0; step < steps; ++step) {
       const int st = int(step & 1);
       if (step >= 2) sm90::mbarrier_wait(empty + st, unsigned((step >> 1) - 1) & 1u);
+      const int64_t h = step_head(step), m0 = step_row(step);
       if (lane == 0) {
         sm90::mbarrier_expect_tx(full + st, 2 * Tile::kRowsBytes);
         for (int cb = 0; cb < D / 64; ++cb) {
@@ -155,14 +157,8 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   const int cw = wg - 1;  // consumer 0 or 1: keys [64 cw, 64 cw + 64) of the block
   const int group = lane / 4, tig = lane % 4;
   const bool leader = threadIdx.x == 128;
-  // Every operand's descriptor from one of the tiles' first byte (leading offset 16 bytes), as a
-  // constant distance from it: no descriptor is rebuilt or kept in registers.
-  const uint64_t base = sm90::descriptor(sK, 16, 1024);
-  const auto k_major = [&](uint32_t offset) { return sm90::advance(base, offset); };
-  const auto mn_major = [&](uint32_t offset, uint32_t leading) {
-    return sm90::advance(base, offset) + (uint64_t((leading >> 4) - 1) << 16);
-  };
-  const uint32_t keys_offset = cw * 64 * 128;  // this consumer's rows of K and V
+  const unsigned char* k_rows = sK + cw * 64 * 128;
+  const unsigned char* v_rows = sV + cw * 64 * 128;
   float dk[Tile::kDTiles][4], dv[Tile::kDTiles][4];
 #pragma unroll
   for (int t = 0; t < Tile::kDTiles; ++t) {
@@ -173,20 +169,20 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   // This warp's 16 keys: accumulator rows group and group + 8 (c / 2) of them.
   const int64_t j_first = n0 + cw * 64 + warp * 16;
   if (steps > 0) sm90::mbarrier_wait(kv_full, 0);
-  int h = int(hk * f.group), m0 = int(m_begin);  // as the producer walks them (rows < 2^31)
-  for (int64_t step = 0; step < steps; ++step, m0 += kBlockM) {
-    if (m0 >= m_end) m0 = m_begin, ++h;
+  for (int64_t step = 0; step < steps; ++step) {
     const int st = int(step & 1);
+    const int64_t h = step_head(step), m0 = step_row(step);
     sm90::mbarrier_wait(full + st, unsigned(step >> 1) & 1u);
-    const uint32_t rows_offset = st * Tile::kRowsBytes, ds_offset = st * Tile::kDsBytes;
-    unsigned char* ds_tile = sdS + ds_offset;
+    const unsigned char* q_tile = sQ + st * Tile::kRowsBytes;
+    const unsigned char* do_tile = sdO + st * Tile::kRowsBytes;
+    unsigned char* ds_tile = sdS + st * Tile::kDsBytes;
     const float* lse_s = sLse + st * kBlockM;
     const float* delta_s = sDelta + st * kBlockM;
 
     float s_t[Tile::kMTiles][4], dp_t[Tile::kMTiles][4];
     sm90::fence();
-    keys_times_rows<E, D>(s_t, k_major(keys_offset), k_major(Tile::kQOffset + rows_offset));
-    keys_times_rows<E, D>(dp_t, k_major(Tile::kKVBytes + keys_offset), k_major(Tile::kDoOffset + rows_offset));
+    keys_times_rows<E, D>(s_t, k_rows, q_tile);
+    keys_times_rows<E, D>(dp_t, v_rows, do_tile);
     sm90::commit();
     sm90::wait<0>();
     sm90::pin(s_t);
@@ -226,8 +222,8 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     sm90::pin(dv);
     sm90::pin(dk);
     sm90::fence();
-    add_keys_by_rows<E, D>(dv, pa, mn_major(Tile::kDoOffset + rows_offset, 64 * 128));
-    add_keys_by_rows<E, D>(dk, da, mn_major(Tile::kQOffset + rows_offset, 64 * 128));
+    add_keys_by_rows<E, D>(dv, pa, do_tile);
+    add_keys_by_rows<E, D>(dk, da, q_tile);
     sm90::commit();
 
     // dQ = dS K, A = dSᵀ and B = K both read MN-major (keys along K), once the dSᵀ rows it needs
@@ -244,19 +240,19 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     }
     float dq[8][4];
     sm90::fence();
-    const uint64_t ds_keys = mn_major(Tile::kDsOffset + ds_offset, 64 * 128);
-    const uint64_t k_keys = mn_major(0, kBlockN * 128);
     if constexpr (Tile::kSplitKeys) {  // this consumer's 64 keys, all 64 columns
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         const int key = cw * 64 + kk * 16;
-        sm90::mma_ss<E, 64, 0, 1, 1>(dq, sm90::advance(ds_keys, key * 128), sm90::advance(k_keys, key * 128), kk > 0);
+        sm90::mma_ss<E, 64, 0, 1, 1>(dq, sm90::descriptor(ds_tile + key * 128, 64 * 128, 1024),
+                                     sm90::descriptor(sK + key * 128, kBlockN * 128, 1024), kk > 0);
       }
     } else {  // all 128 keys, this consumer's 64 columns
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        sm90::mma_ss<E, 64, 0, 1, 1>(dq, sm90::advance(ds_keys, kk * 16 * 128),
-                                     sm90::advance(k_keys, cw * kBlockN * 128 + kk * 16 * 128), kk > 0);
+        sm90::mma_ss<E, 64, 0, 1, 1>(dq, sm90::descriptor(ds_tile + kk * 16 * 128, 64 * 128, 1024),
+                                     sm90::descriptor(sK + cw * kBlockN * 128 + kk * 16 * 128, kBlockN * 128, 1024),
+                                     kk > 0);
       }
     }
     sm90::commit();
@@ -276,17 +272,14 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       }
     }
     const int column0 = Tile::kSplitKeys ? 0 : cw * 64;
-    // Both rows' addresses live at once (the second computed while the first's reductions queue).
-    const int64_t i0 = m0 + warp * 16 + group;
-    float* acc[2];
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh)
-      acc[hh] = dq_accum + ((b * accum_batch_rows + q0 + i0 + hh * 8) * f.Hq + h) * D + column0 + tig * 2;
+    for (int hh = 0; hh < 2; ++hh) {
+      const int64_t i = m0 + warp * 16 + group + hh * 8;
+      if (i >= Sq) continue;
+      float* acc = dq_accum + ((b * accum_batch_rows + q0 + i) * f.Hq + h) * D + column0;
 #pragma unroll
-    for (int t = 0; t < 8; ++t) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        if (i0 + hh * 8 < Sq) add_pair(acc[hh] + t * 8, dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
+      for (int t = 0; t < 8; ++t) {
+        add_pair(acc + t * 8 + tig * 2, dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
       }
     }
     if constexpr (kOrdered) {

@@ -37,10 +37,6 @@ __device__ inline uint64_t descriptor(const void* p, uint32_t leading_bytes, uin
          uint64_t((stride_bytes >> 4) & 0x3FFFu) << 32 | uint64_t(1) << 62;
 }
 
-// A descriptor `bytes` further on in shared memory (the start address is its low 14 bits, in
-// 16-byte units): cheaper than building a new one per wgmma.
-__device__ inline uint64_t advance(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
-
 // Orders this thread's earlier register and shared-memory accesses before the wgmma that follow.
 __device__ inline void fence() {
 #if XHAL_WGMMA_DEVICE
