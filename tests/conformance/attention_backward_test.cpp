@@ -26,6 +26,7 @@ const std::vector<AttnCase> kBackwardCases = {
     {1, 40, 40, 4, 2, 192, 128, {.causal = true}},  // Dv != D
     {1, 17, 30, 2, 1, 256, 256, {}},
     {1, 150, 150, 2, 2, 128, 128, {.causal = true}, true, kHeadsFirst},  // several query and key tiles
+    {1, 70, 300, 4, 2, 64, 64, {.causal = true, .window_left = 200}},  // windows across 256-key tiles
     {0, 5, 5, 4, 2, 64, 64, {.causal = true}},  // empty batch
     {1, 3, 0, 2, 1, 64, 64, {}},  // no keys: dq is zero
 };
