@@ -114,8 +114,6 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     sm90::mbarrier_init_fence();
   }
   __syncthreads();
-  const auto step_head = [&](int64_t step) { return hk * f.group + step / m_tiles; };
-  const auto step_row = [&](int64_t step) { return m_begin + step % m_tiles * kBlockM; };
 
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   if (wg == 0) {  // producer: its first warp
@@ -128,10 +126,13 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
         sm90::tma_load_4d(sV + cb * kBlockN * 128, &maps.v, cb * 64, int(hk), int(n0), int(b), kv_full);
       }
     }
-    for (int64_t step = 0; step < steps; ++step) {
+    // The steps walk the query tiles of each query head of the group in turn (counters: a 64-bit
+    // division per step showed in the profile).
+    int h = int(hk * f.group), m0 = int(m_begin);
+    for (int64_t step = 0; step < steps; ++step, m0 += kBlockM) {
+      if (m0 >= m_end) m0 = int(m_begin), ++h;
       const int st = int(step & 1);
       if (step >= 2) sm90::mbarrier_wait(empty + st, unsigned((step >> 1) - 1) & 1u);
-      const int64_t h = step_head(step), m0 = step_row(step);
       if (lane == 0) {
         sm90::mbarrier_expect_tx(full + st, 2 * Tile::kRowsBytes);
         for (int cb = 0; cb < D / 64; ++cb) {
@@ -169,9 +170,10 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   // This warp's 16 keys: accumulator rows group and group + 8 (c / 2) of them.
   const int64_t j_first = n0 + cw * 64 + warp * 16;
   if (steps > 0) sm90::mbarrier_wait(kv_full, 0);
-  for (int64_t step = 0; step < steps; ++step) {
+  int h = int(hk * f.group), m0 = int(m_begin);  // as the producer walks them
+  for (int64_t step = 0; step < steps; ++step, m0 += kBlockM) {
+    if (m0 >= m_end) m0 = int(m_begin), ++h;
     const int st = int(step & 1);
-    const int64_t h = step_head(step), m0 = step_row(step);
     sm90::mbarrier_wait(full + st, unsigned(step >> 1) & 1u);
     const unsigned char* q_tile = sQ + st * Tile::kRowsBytes;
     const unsigned char* do_tile = sdO + st * Tile::kRowsBytes;
