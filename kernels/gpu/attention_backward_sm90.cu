@@ -7,8 +7,7 @@
 //   Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (wgmma, both operands in shared memory), Pᵀ and dSᵀ on the
 //   accumulators (masked entries exactly 0), dV += Pᵀ dO and dK += dSᵀ Q with Pᵀ and dSᵀ straight
 //   from registers, dSᵀ to shared memory, then dQ = dS K read transposed from there, added into
-//   the f32 accumulator through shared memory by a bulk reduction per row (TMA's, asynchronous),
-//   or with atomics in the block's turn in deterministic mode.
+//   the f32 accumulator with atomics.
 // D = 128: each consumer computes 64 of dQ's columns over all 128 keys (the two meet at a barrier
 // once both dSᵀ halves are written). D = 64: each computes all columns over its own 64 keys, and in
 // deterministic mode the second adds after the first.
@@ -35,15 +34,11 @@ struct WgmmaBackwardTile {
   static constexpr int kMTiles = kBlockM / 8, kDTiles = D / 8;
   static constexpr bool kSplitKeys = D == 64;  // dQ: each consumer over its own keys (else its columns)
   static constexpr int kKVBytes = kBlockN * D * 2, kRowsBytes = kBlockM * D * 2, kDsBytes = kBlockN * kBlockM * 2;
-  // dQ's 64 x 64 share of each consumer in f32, rows padded by 16 bytes (no bank conflicts on the
-  // fragments' stores; the bulk reductions need 16-byte aligned rows).
-  static constexpr int kDqStride = 64 + 4;
-  // K, V; Q, dO and dSᵀ in two stages; lse and delta in two stages; the consumers' dQ shares; the
-  // mbarriers; 1 KiB of slack to align the tiles for the swizzle.
+  // K, V; Q, dO and dSᵀ in two stages; lse and delta in two stages; the mbarriers; 1 KiB of slack
+  // to align the tiles for the swizzle.
   static constexpr size_t kQOffset = 2 * size_t(kKVBytes), kDoOffset = kQOffset + 2 * size_t(kRowsBytes);
   static constexpr size_t kDsOffset = kDoOffset + 2 * size_t(kRowsBytes), kLseOffset = kDsOffset + 2 * size_t(kDsBytes);
-  static constexpr size_t kDqOffset = kLseOffset + 4 * kBlockM * sizeof(float);
-  static constexpr size_t kBarrierOffset = kDqOffset + 2 * size_t(kBlockM) * kDqStride * sizeof(float);
+  static constexpr size_t kBarrierOffset = kLseOffset + 4 * kBlockM * sizeof(float);
   static constexpr size_t kSharedBytes = kBarrierOffset + 8 * sizeof(uint64_t) + 1024;
   static_assert(D == 64 || D == 128, "one or two 64-column blocks");
 };
@@ -78,32 +73,6 @@ __device__ inline void add_keys_by_rows(float (&acc)[D / 8][4], const uint32_t (
   }
 }
 
-// Bulk reduction (Hopper's TMA, no tensor map): global[0..bytes) += shared[0..bytes) in f32,
-// asynchronously, in this thread's bulk group. Both 16-byte aligned, bytes a multiple of 16.
-__device__ inline void bulk_add_f32(float* global, const float* shared, uint32_t bytes) {
-#if XHAL_WGMMA_DEVICE
-  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(global),
-               "r"(sm80::smem_address(shared)), "r"(bytes)
-               : "memory");
-#endif
-}
-__device__ inline void bulk_commit() {
-#if XHAL_WGMMA_DEVICE
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-#endif
-}
-// Waits until this thread's bulk groups have read their shared memory (kRead) or completed.
-template <bool kRead>
-__device__ inline void bulk_wait_all() {
-#if XHAL_WGMMA_DEVICE
-  if constexpr (kRead) {
-    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-  } else {
-    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-  }
-#endif
-}
-
 // kOrdered: deterministic mode's turns (dq_turns); else dq_turns is unused.
 template <class E, class Tile, bool kOrdered>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
@@ -132,7 +101,6 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   unsigned char* sdS = sK + Tile::kDsOffset;  // [2 stages] of dSᵀ: 128 key rows of 64 queries
   float* sLse = reinterpret_cast<float*>(sK + Tile::kLseOffset);  // [2][kBlockM]
   float* sDelta = sLse + 2 * kBlockM;  // [2][kBlockM]
-  float* sDq = reinterpret_cast<float*>(sK + Tile::kDqOffset);  // [2 consumers][kBlockM][kDqStride]
   uint64_t* bars = reinterpret_cast<uint64_t*>(sK + Tile::kBarrierOffset);
   uint64_t* kv_full = bars;  // K and V landed
   uint64_t* full = bars + 1;  // [2]: the stage's Q, dO, lse and delta landed
@@ -297,63 +265,31 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + st);  // Q, dO, lse, delta read
 
     // dQ rows m0 + 16 warp + group + 8 hh, columns 8t + 2 tig (+ 64 cw when split by columns).
-    const int column0 = Tile::kSplitKeys ? 0 : cw * 64;
-    if constexpr (kOrdered) {  // atomics, in the block's turn
-      int* turn = dq_turns + (b * f.Hq + h) * tiles_per_head + m0 / kBlockM;
+    int* turn = nullptr;
+    if constexpr (kOrdered) {
+      turn = dq_turns + (b * f.Hq + h) * tiles_per_head + m0 / kBlockM;
       wait_turn<1, 256>(turn, later_blocks_reaching<kBlockM, kBlockN>(a.mask, m0, block, Sq, Sk), leader);
       if constexpr (Tile::kSplitKeys) {
         if (cw == 1) sync_barrier<1, 256>();  // the first consumer's share goes first
       }
+    }
+    const int column0 = Tile::kSplitKeys ? 0 : cw * 64;
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int64_t i = m0 + warp * 16 + group + hh * 8;
-        if (i >= Sq) continue;
-        float* acc = dq_accum + ((b * accum_batch_rows + q0 + i) * f.Hq + h) * D + column0;
+    for (int hh = 0; hh < 2; ++hh) {
+      const int64_t i = m0 + warp * 16 + group + hh * 8;
+      if (i >= Sq) continue;
+      float* acc = dq_accum + ((b * accum_batch_rows + q0 + i) * f.Hq + h) * D + column0;
 #pragma unroll
-        for (int t = 0; t < 8; ++t) {
-          add_pair(acc + t * 8 + tig * 2, dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
-        }
+      for (int t = 0; t < 8; ++t) {
+        add_pair(acc + t * 8 + tig * 2, dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
       }
+    }
+    if constexpr (kOrdered) {
       if constexpr (Tile::kSplitKeys) {
         if (cw == 0) sync_barrier<1, 256>();
       }
       pass_turn<1, 256>(turn, leader);
-    } else {  // through shared memory to bulk reductions, one per row, issued by the first warp
-      float* share = sDq + cw * kBlockM * Tile::kDqStride;
-      if (warp == 0) bulk_wait_all<true>();  // the previous step's reductions have read the share
-      if (cw == 0) {
-        sync_barrier<2, 128>();
-      } else {
-        sync_barrier<3, 128>();
-      }
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        float* row = share + (warp * 16 + group + hh * 8) * Tile::kDqStride + tig * 2;
-#pragma unroll
-        for (int t = 0; t < 8; ++t) {
-          *reinterpret_cast<float2*>(row + t * 8) =
-              make_float2(dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
-        }
-      }
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the stores, before the bulk reads
-      if (cw == 0) {
-        sync_barrier<2, 128>();
-      } else {
-        sync_barrier<3, 128>();
-      }
-      if (warp == 0) {
-        for (int r = lane; r < kBlockM; r += kWarpSize) {
-          if (m0 + r < Sq) {
-            bulk_add_f32(dq_accum + ((b * accum_batch_rows + q0 + m0 + r) * f.Hq + h) * D + column0,
-                         share + r * Tile::kDqStride, 64 * sizeof(float));
-          }
-        }
-        bulk_commit();
-      }
     }
-  }
-  if constexpr (!kOrdered) {
-    if (warp == 0) bulk_wait_all<false>();  // done before the block's shared memory goes
   }
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
