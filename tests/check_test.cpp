@@ -215,7 +215,17 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     const Tensor cu_t = Tensor::from_host(cu.data(), {3}, DType::i32, Device::cpu());
     const Tensor vq = random_tensor({70, 4, 64}, dt, 23), vk = random_tensor({70, 2, 64}, dt, 24);
     const Tensor vv = random_tensor({70, 2, 64}, dt, 25), vo = Tensor::empty({70, 4, 64}, dt, cpu);
-    ops::attention_varlen(vq, vk, vv, cu_t, cu_t, 58, 58, vo, AttentionParams{.causal = true});
+    const Tensor vlse = Tensor::empty({4, 70}, DType::f32, cpu);
+    const TensorView vlse_view = vlse;
+    ops::attention_varlen(vq, vk, vv, cu_t, cu_t, 58, 58, vo, AttentionParams{.causal = true}, &vlse_view);
+    const Tensor dq = Tensor::empty({1, 70, 4, 64}, dt, cpu), dk = Tensor::empty({1, 70, 2, 64}, dt, cpu);
+    const Tensor dv = Tensor::empty({1, 70, 2, 64}, dt, cpu);
+    ops::attention_backward(random_tensor({1, 70, 4, 64}, dt, 27), q, k, v, o, lse, dq, dk, dv,
+                            AttentionParams{.causal = true});
+    const Tensor vdq = Tensor::empty({70, 4, 64}, dt, cpu), vdk = Tensor::empty({70, 2, 64}, dt, cpu);
+    const Tensor vdv = Tensor::empty({70, 2, 64}, dt, cpu);
+    ops::attention_varlen_backward(random_tensor({70, 4, 64}, dt, 28), vq, vk, vv, cu_t, cu_t, 58, 58, vo, vlse, vdq,
+                                   vdk, vdv, AttentionParams{.causal = true});
     const std::vector<int32_t> table{3, 0, 2, 1}, lens{30, 9};
     const Tensor kc = random_tensor({4, 16, 2, 64}, dt, 17), vc = random_tensor({4, 16, 2, 64}, dt, 18);
     const Tensor pq = random_tensor({2, 4, 64}, dt, 19), po = Tensor::empty({2, 4, 64}, dt, cpu);
