@@ -243,6 +243,13 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     const Tensor ldb = Tensor::empty({24}, dt, cpu);
     const TensorView ldx_view = ldx, ldw_view = ldw, ldb_view = ldb;
     ops::linear_backward(random_tensor({5, 24}, dt, 26), x, lw, &ldx_view, &ldw_view, &ldb_view);
+    const Tensor param = random_tensor({1000}, dt, 29), pgrad = random_tensor({1000}, dt, 30);
+    const std::vector<float> avg_sq(1000, 0.01f);
+    const Tensor avg = random_tensor({1000}, DType::f32, 31);
+    const Tensor avg_sq_t = Tensor::from_host(avg_sq.data(), {1000}, DType::f32, cpu);
+    ops::adamw_step(param, pgrad, avg, avg_sq_t, nullptr, nullptr, nullptr, AdamWParams{.lr = 1e-3f, .step = 3});
+    const Tensor norm = Tensor::empty({1}, DType::f32, cpu);
+    ops::global_grad_norm(pgrad, norm, nullptr, 1.0f);
     for (const CheckReport& r : reports) {
       EXPECT_TRUE(r.passed()) << r.str();
       EXPECT_LE(r.max_allowance_used, 1.0) << r.str();

@@ -1,0 +1,177 @@
+// adamw_step and global_grad_norm with SIMD (Highway, best target picked at run time), registered
+// above the reference kernels of optimizer.cpp.
+// adamw_step: the flat buffers in blocks of whole vectors, in parallel; each element's update as
+// the reference's formula (f32, the bias corrections in f64 once), sqrt and division in vectors.
+// global_grad_norm: the same fixed chunks as the reference (a function of the buffer's length
+// alone), each summed in four vector accumulators in a fixed order, the chunks' sums added in
+// chunk order in f64: the same bits whatever the thread count.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/optimizer_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/kernel_registration.hpp"
+#include "kernels/cpu/simd_element-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace xhal::cpu::HWY_NAMESPACE {
+
+// The update's constants (AdamWKernel in optimizer.cpp computes the same).
+struct AdamWConstants {
+  float beta1, beta2, eps, scale, step_size, inv_sqrt_bc2, decay;
+};
+
+// Elements [i0, i1) of the buffers; master may be null (the parameter is then the weight).
+template <class E>
+void adamw_range(typename E::Storage* param, const typename E::Storage* grad, float* m, float* v, float* master,
+                 int64_t i0, int64_t i1, const AdamWConstants& k) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  const auto b1 = hn::Set(df, k.beta1), b2 = hn::Set(df, k.beta2), one_b1 = hn::Set(df, 1.0f - k.beta1);
+  const auto one_b2 = hn::Set(df, 1.0f - k.beta2), eps = hn::Set(df, k.eps), scale = hn::Set(df, k.scale);
+  const auto step = hn::Set(df, k.step_size), bc2 = hn::Set(df, k.inv_sqrt_bc2), decay = hn::Set(df, k.decay);
+  int64_t i = i0;
+  for (; i + lanes <= i1; i += lanes) {
+    const auto g = hn::Mul(load_f32<E>(grad + i), scale);
+    const auto w0 = master != nullptr ? hn::LoadU(df, master + i) : load_f32<E>(param + i);
+    const auto mi = hn::MulAdd(b1, hn::LoadU(df, m + i), hn::Mul(one_b1, g));
+    const auto vi = hn::MulAdd(b2, hn::LoadU(df, v + i), hn::Mul(hn::Mul(one_b2, g), g));
+    const auto w = hn::Sub(hn::Mul(w0, decay), hn::Div(hn::Mul(step, mi), hn::MulAdd(hn::Sqrt(vi), bc2, eps)));
+    hn::StoreU(mi, df, m + i);
+    hn::StoreU(vi, df, v + i);
+    if (master != nullptr) hn::StoreU(w, df, master + i);
+    store_f32<E>(w, param + i);
+  }
+  for (; i < i1; ++i) {
+    const float g = E::load(grad[i]) * k.scale;
+    float w = (master != nullptr ? master[i] : E::load(param[i])) * k.decay;
+    const float mi = k.beta1 * m[i] + (1.0f - k.beta1) * g;
+    const float vi = k.beta2 * v[i] + (1.0f - k.beta2) * g * g;
+    w -= k.step_size * mi / (std::sqrt(vi) * k.inv_sqrt_bc2 + k.eps);
+    m[i] = mi, v[i] = vi;
+    if (master != nullptr) master[i] = w;
+    param[i] = E::store(w);
+  }
+}
+
+void adamw(const xhal_op_call* c) {
+  const auto& p = kernels::op_params<xhal_adamw_op_params>(c);
+  const DLTensor* lr_t = c->tensors[XHAL_ADAMW_STEP_LR];
+  const DLTensor* scale_t = c->tensors[XHAL_ADAMW_STEP_GRAD_SCALE];
+  const DLTensor* master_t = c->tensors[XHAL_ADAMW_STEP_MASTER];
+  const float lr = lr_t ? *static_cast<const float*>(lr_t->data) : p.lr;
+  // Bias corrections in f64 (beta^step underflows gracefully to 0 for late steps).
+  const AdamWConstants k{p.beta1,
+                         p.beta2,
+                         p.eps,
+                         scale_t ? *static_cast<const float*>(scale_t->data) : 1.0f,
+                         float(double(lr) / (1.0 - std::pow(double(p.beta1), double(p.step)))),
+                         float(1.0 / std::sqrt(1.0 - std::pow(double(p.beta2), double(p.step)))),
+                         1.0f - lr * p.weight_decay};
+  const int64_t n = c->tensors[XHAL_ADAMW_STEP_PARAM]->shape[0];
+  float* m = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG]->data);
+  float* v = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG_SQ]->data);
+  float* master = master_t ? static_cast<float*>(master_t->data) : nullptr;
+  constexpr int64_t kBlock = 1 << 14;  // elements per scheduled block (whole vectors)
+  with_element(c->dtype, [&]<class E>() {
+    using S = typename E::Storage;
+    S* param = static_cast<S*>(c->tensors[XHAL_ADAMW_STEP_PARAM]->data);
+    const S* grad = static_cast<const S*>(c->tensors[XHAL_ADAMW_STEP_GRAD]->data);
+#pragma omp parallel for schedule(static)
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      adamw_range<E>(param, grad, m, v, master, i0, std::min(n, i0 + kBlock), k);
+    }
+  });
+}
+
+// Elements per chunk of the norm: the partition depends on the buffer's length alone.
+constexpr int64_t kNormChunk = 1 << 16;
+
+// The sum of squares of g[i0, i1) in f32: four vector accumulators over groups of four vectors,
+// then the rest of the vectors into the first, then the tail.
+template <class E>
+float sum_squares_range(const typename E::Storage* g, int64_t i0, int64_t i1) {
+  const DF df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+  int64_t i = i0;
+  for (; i + 4 * lanes <= i1; i += 4 * lanes) {
+    const auto x0 = load_f32<E>(g + i), x1 = load_f32<E>(g + i + lanes);
+    const auto x2 = load_f32<E>(g + i + 2 * lanes), x3 = load_f32<E>(g + i + 3 * lanes);
+    a0 = hn::MulAdd(x0, x0, a0), a1 = hn::MulAdd(x1, x1, a1), a2 = hn::MulAdd(x2, x2, a2), a3 = hn::MulAdd(x3, x3, a3);
+  }
+  for (; i + lanes <= i1; i += lanes) {
+    const auto x = load_f32<E>(g + i);
+    a0 = hn::MulAdd(x, x, a0);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  for (; i < i1; ++i) sum += E::load(g[i]) * E::load(g[i]);
+  return sum;
+}
+
+// False when the sums' buffer could not be had.
+bool grad_norm(const xhal_op_call* c) {
+  const int64_t n = c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->shape[0];
+  const int64_t chunks = (n + kNormChunk - 1) / kNormChunk;
+  std::vector<float> sums;
+  try {
+    sums.resize(static_cast<size_t>(chunks));
+  } catch (...) {
+    return false;
+  }
+  with_element(c->dtype, [&]<class E>() {
+    const auto* g = static_cast<const typename E::Storage*>(c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->data);
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < chunks; ++k) {
+      sums[size_t(k)] = sum_squares_range<E>(g, k * kNormChunk, std::min(n, (k + 1) * kNormChunk));
+    }
+  });
+  double total = 0.0;
+  for (const float s : sums) total += s;
+  const float norm = float(std::sqrt(total));
+  *static_cast<float*>(c->tensors[XHAL_GLOBAL_GRAD_NORM_NORM]->data) = norm;
+  if (const DLTensor* clip = c->tensors[XHAL_GLOBAL_GRAD_NORM_CLIP_SCALE]) {
+    *static_cast<float*>(clip->data) =
+        kernels::clip_scale(norm, kernels::op_params<xhal_grad_norm_op_params>(c).max_norm);
+  }
+  return true;
+}
+
+}  // namespace xhal::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace xhal::cpu {
+
+HWY_EXPORT(adamw);
+HWY_EXPORT(grad_norm);
+
+namespace {
+template <class E>
+struct AdamWSimd {
+  static xhal_status run(const xhal_op_call* c, char*, size_t) {
+    HWY_DYNAMIC_DISPATCH(adamw)(c);
+    return XHAL_OK;
+  }
+};
+
+template <class E>
+struct GradNormSimd {
+  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
+    if (HWY_DYNAMIC_DISPATCH(grad_norm)(c)) return XHAL_OK;
+    return kernels::kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "global_grad_norm: no memory for the chunks' sums");
+  }
+};
+}  // namespace
+
+XHAL_REGISTER_KERNELS(host) {
+  register_fast_kernels<AdamWSimd>(host, "cpu.adamw_step_simd", XHAL_OP_ADAMW_STEP);
+  register_fast_kernels<GradNormSimd>(host, "cpu.global_grad_norm_simd", XHAL_OP_GLOBAL_GRAD_NORM);
+}
+
+}  // namespace xhal::cpu
+#endif
