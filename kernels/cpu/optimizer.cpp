@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "adamw_update.hpp"
 #include "element.hpp"
 #include "kernel_registration.hpp"
 #include "tensor_ref.hpp"
@@ -17,30 +18,17 @@ template <class E>
 struct AdamWKernel {
   using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    const auto& p = kernels::op_params<xhal_adamw_op_params>(c);
     S* param = static_cast<S*>(c->tensors[XHAL_ADAMW_STEP_PARAM]->data);
     const S* grad = static_cast<const S*>(c->tensors[XHAL_ADAMW_STEP_GRAD]->data);
     float* m = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG]->data);
     float* v = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG_SQ]->data);
     const DLTensor* master_t = c->tensors[XHAL_ADAMW_STEP_MASTER];
     float* master = master_t ? static_cast<float*>(master_t->data) : nullptr;
-    const DLTensor* lr_t = c->tensors[XHAL_ADAMW_STEP_LR];
-    const DLTensor* scale_t = c->tensors[XHAL_ADAMW_STEP_GRAD_SCALE];
-    const float lr = lr_t ? *static_cast<const float*>(lr_t->data) : p.lr;
-    const float scale = scale_t ? *static_cast<const float*>(scale_t->data) : 1.0f;
     const int64_t n = c->tensors[XHAL_ADAMW_STEP_PARAM]->shape[0];
-    // Bias corrections in f64 (beta^step underflows gracefully to 0 for late steps).
-    const float step_size = float(double(lr) / (1.0 - std::pow(double(p.beta1), double(p.step))));
-    const float inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(double(p.beta2), double(p.step))));
-    const float decay = 1.0f - lr * p.weight_decay;
+    const AdamWConstants k = AdamWConstants::of(c);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      const float g = E::load(grad[i]) * scale;
-      float w = (master ? master[i] : E::load(param[i])) * decay;
-      const float mi = p.beta1 * m[i] + (1.0f - p.beta1) * g;
-      const float vi = p.beta2 * v[i] + (1.0f - p.beta2) * g * g;
-      w -= step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + p.eps);
-      m[i] = mi, v[i] = vi;
+      const float w = k.update(E::load(grad[i]), master ? master[i] : E::load(param[i]), m[i], v[i]);
       if (master) master[i] = w;
       param[i] = E::store(w);
     }

@@ -1,7 +1,7 @@
 // adamw_step and global_grad_norm with SIMD (Highway, best target picked at run time), registered
 // above the reference kernels of optimizer.cpp.
 // adamw_step: the flat buffers in blocks of whole vectors, in parallel; each element's update as
-// the reference's formula (f32, the bias corrections in f64 once), sqrt and division in vectors.
+// adamw_update.hpp's (f32, the bias corrections in f64 once), sqrt and division in vectors.
 // global_grad_norm: the same fixed chunks as the reference (a function of the buffer's length
 // alone), each summed in four vector accumulators in a fixed order, the chunks' sums added in
 // chunk order in f64: the same bits whatever the thread count.
@@ -14,16 +14,12 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/adamw_update.hpp"
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/simd_element-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
-
-// The update's constants (AdamWKernel in optimizer.cpp computes the same).
-struct AdamWConstants {
-  float beta1, beta2, eps, scale, step_size, inv_sqrt_bc2, decay;
-};
 
 // Elements [i0, i1) of the buffers; master may be null (the parameter is then the weight).
 template <class E>
@@ -47,31 +43,15 @@ void adamw_range(typename E::Storage* param, const typename E::Storage* grad, fl
     store_f32<E>(w, param + i);
   }
   for (; i < i1; ++i) {
-    const float g = E::load(grad[i]) * k.scale;
-    float w = (master != nullptr ? master[i] : E::load(param[i])) * k.decay;
-    const float mi = k.beta1 * m[i] + (1.0f - k.beta1) * g;
-    const float vi = k.beta2 * v[i] + (1.0f - k.beta2) * g * g;
-    w -= k.step_size * mi / (std::sqrt(vi) * k.inv_sqrt_bc2 + k.eps);
-    m[i] = mi, v[i] = vi;
+    const float w = k.update(E::load(grad[i]), master != nullptr ? master[i] : E::load(param[i]), m[i], v[i]);
     if (master != nullptr) master[i] = w;
     param[i] = E::store(w);
   }
 }
 
 void adamw(const xhal_op_call* c) {
-  const auto& p = kernels::op_params<xhal_adamw_op_params>(c);
-  const DLTensor* lr_t = c->tensors[XHAL_ADAMW_STEP_LR];
-  const DLTensor* scale_t = c->tensors[XHAL_ADAMW_STEP_GRAD_SCALE];
+  const AdamWConstants k = AdamWConstants::of(c);
   const DLTensor* master_t = c->tensors[XHAL_ADAMW_STEP_MASTER];
-  const float lr = lr_t ? *static_cast<const float*>(lr_t->data) : p.lr;
-  // Bias corrections in f64 (beta^step underflows gracefully to 0 for late steps).
-  const AdamWConstants k{p.beta1,
-                         p.beta2,
-                         p.eps,
-                         scale_t ? *static_cast<const float*>(scale_t->data) : 1.0f,
-                         float(double(lr) / (1.0 - std::pow(double(p.beta1), double(p.step)))),
-                         float(1.0 / std::sqrt(1.0 - std::pow(double(p.beta2), double(p.step)))),
-                         1.0f - lr * p.weight_decay};
   const int64_t n = c->tensors[XHAL_ADAMW_STEP_PARAM]->shape[0];
   float* m = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG]->data);
   float* v = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG_SQ]->data);
