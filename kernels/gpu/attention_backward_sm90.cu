@@ -1,9 +1,9 @@
 // attention_backward on Hopper (sm_90a) for f16/bf16, D == Dv in {64, 128}, dense batches:
 // warp-specialised, TMA loads, warpgroup MMA (wgmma). A block owns 128 keys of one (sequence, kv
 // head) and walks the 64-row query tiles of every query head of its group that see any of them.
-// Its producer warp loads K and V once and each tile's Q and dO with TMA
-// (128-byte swizzled, as wgmma reads them), lse and delta with plain loads, into kStages stages, each
-// completing on an mbarrier. Two consumer warpgroups own 64 keys each; per tile:
+// Its producer warp loads K and V once and each tile's Q and dO into two stages with TMA
+// (128-byte swizzled, as wgmma reads them), lse and delta with plain loads, each stage completing
+// on an mbarrier. Two consumer warpgroups own 64 keys each; per tile:
 //   Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (wgmma, both operands in shared memory), Pᵀ and dSᵀ on the
 //   accumulators (masked entries exactly 0), dV += Pᵀ dO and dK += dSᵀ Q with Pᵀ and dSᵀ straight
 //   from registers, dSᵀ to shared memory, then dQ = dS K read transposed from there, added into
@@ -34,15 +34,12 @@ struct WgmmaBackwardTile {
   static constexpr int kMTiles = kBlockM / 8, kDTiles = D / 8;
   static constexpr bool kSplitKeys = D == 64;  // dQ: each consumer over its own keys (else its columns)
   static constexpr int kKVBytes = kBlockN * D * 2, kRowsBytes = kBlockM * D * 2, kDsBytes = kBlockN * kBlockM * 2;
-  // Stages of Q, dO, dSᵀ, lse and delta: more than two let the consumers drift further apart.
-  static constexpr int kStages = 3;
-  // K, V; Q, dO and dSᵀ in stages; lse and delta in stages; the mbarriers; 1 KiB of slack
+  // K, V; Q, dO and dSᵀ in two stages; lse and delta in two stages; the mbarriers; 1 KiB of slack
   // to align the tiles for the swizzle.
-  static constexpr size_t kQOffset = 2 * size_t(kKVBytes), kDoOffset = kQOffset + kStages * size_t(kRowsBytes);
-  static constexpr size_t kDsOffset = kDoOffset + kStages * size_t(kRowsBytes);
-  static constexpr size_t kLseOffset = kDsOffset + kStages * size_t(kDsBytes);
-  static constexpr size_t kBarrierOffset = kLseOffset + 2 * kStages * kBlockM * sizeof(float);
-  static constexpr size_t kSharedBytes = kBarrierOffset + (1 + 2 * kStages) * sizeof(uint64_t) + 1024;
+  static constexpr size_t kQOffset = 2 * size_t(kKVBytes), kDoOffset = kQOffset + 2 * size_t(kRowsBytes);
+  static constexpr size_t kDsOffset = kDoOffset + 2 * size_t(kRowsBytes), kLseOffset = kDsOffset + 2 * size_t(kDsBytes);
+  static constexpr size_t kBarrierOffset = kLseOffset + 4 * kBlockM * sizeof(float);
+  static constexpr size_t kSharedBytes = kBarrierOffset + 8 * sizeof(uint64_t) + 1024;
   static_assert(D == 64 || D == 128, "one or two 64-column blocks");
 };
 
@@ -76,15 +73,6 @@ __device__ inline void add_keys_by_rows(float (&acc)[D / 8][4], const uint32_t (
   }
 }
 
-// A stage's index and the parity of its current use, advanced step by step.
-struct StageCursor {
-  int index = 0;
-  unsigned phase = 0;
-  __device__ void advance(int stages) {
-    if (++index == stages) index = 0, phase ^= 1u;
-  }
-};
-
 // kOrdered: deterministic mode's turns (dq_turns); else dq_turns is unused.
 template <class E, class Tile, bool kOrdered>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
@@ -108,18 +96,18 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   extern __shared__ unsigned char shared_raw[];
   unsigned char* sK = shared_raw + (1024 - sm80::smem_address(shared_raw) % 1024) % 1024;
   unsigned char* sV = sK + Tile::kKVBytes;
-  unsigned char* sQ = sK + Tile::kQOffset;  // [kStages]
-  unsigned char* sdO = sK + Tile::kDoOffset;  // [kStages]
-  unsigned char* sdS = sK + Tile::kDsOffset;  // [kStages] of dSᵀ: 128 key rows of 64 queries
-  float* sLse = reinterpret_cast<float*>(sK + Tile::kLseOffset);  // [kStages][kBlockM]
-  float* sDelta = sLse + Tile::kStages * kBlockM;  // [kStages][kBlockM]
+  unsigned char* sQ = sK + Tile::kQOffset;  // [2 stages]
+  unsigned char* sdO = sK + Tile::kDoOffset;  // [2 stages]
+  unsigned char* sdS = sK + Tile::kDsOffset;  // [2 stages] of dSᵀ: 128 key rows of 64 queries
+  float* sLse = reinterpret_cast<float*>(sK + Tile::kLseOffset);  // [2][kBlockM]
+  float* sDelta = sLse + 2 * kBlockM;  // [2][kBlockM]
   uint64_t* bars = reinterpret_cast<uint64_t*>(sK + Tile::kBarrierOffset);
   uint64_t* kv_full = bars;  // K and V landed
-  uint64_t* full = bars + 1;  // [kStages]: the stage's Q, dO, lse and delta landed
-  uint64_t* empty = bars + 1 + Tile::kStages;  // [kStages]: both consumers are done with the stage
+  uint64_t* full = bars + 1;  // [2]: the stage's Q, dO, lse and delta landed
+  uint64_t* empty = bars + 3;  // [2]: both consumers are done with the stage
   if (threadIdx.x == 0) {
     sm90::mbarrier_init(kv_full, 1);
-    for (int st = 0; st < Tile::kStages; ++st) {
+    for (int st = 0; st < 2; ++st) {
       sm90::mbarrier_init(full + st, kWarpSize);
       sm90::mbarrier_init(empty + st, 2);
     }
@@ -141,11 +129,10 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     // The steps walk the query tiles of each query head of the group in turn (counters: a 64-bit
     // division per step showed in the profile).
     int h = int(hk * f.group), m0 = int(m_begin);
-    StageCursor stage;
-    for (int64_t step = 0; step < steps; ++step, m0 += kBlockM, stage.advance(Tile::kStages)) {
+    for (int64_t step = 0; step < steps; ++step, m0 += kBlockM) {
       if (m0 >= m_end) m0 = int(m_begin), ++h;
-      const int st = stage.index;
-      if (step >= Tile::kStages) sm90::mbarrier_wait(empty + st, stage.phase ^ 1u);  // its previous use released
+      const int st = int(step & 1);
+      if (step >= 2) sm90::mbarrier_wait(empty + st, unsigned((step >> 1) - 1) & 1u);
       if (lane == 0) {
         sm90::mbarrier_expect_tx(full + st, 2 * Tile::kRowsBytes);
         for (int cb = 0; cb < D / 64; ++cb) {
@@ -184,11 +171,10 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   const int64_t j_first = n0 + cw * 64 + warp * 16;
   if (steps > 0) sm90::mbarrier_wait(kv_full, 0);
   int h = int(hk * f.group), m0 = int(m_begin);  // as the producer walks them
-  StageCursor stage;
-  for (int64_t step = 0; step < steps; ++step, m0 += kBlockM, stage.advance(Tile::kStages)) {
+  for (int64_t step = 0; step < steps; ++step, m0 += kBlockM) {
     if (m0 >= m_end) m0 = int(m_begin), ++h;
-    const int st = stage.index;
-    sm90::mbarrier_wait(full + st, stage.phase);
+    const int st = int(step & 1);
+    sm90::mbarrier_wait(full + st, unsigned(step >> 1) & 1u);
     const unsigned char* q_tile = sQ + st * Tile::kRowsBytes;
     const unsigned char* do_tile = sdO + st * Tile::kRowsBytes;
     unsigned char* ds_tile = sdS + st * Tile::kDsBytes;
