@@ -1,14 +1,9 @@
-// adamw_step and global_grad_norm on the CPU. adamw_step: one pass over the flat buffers, elements
-// in parallel. global_grad_norm: fixed chunks of the buffer (a function of its length alone), each
-// summed in f32 in order, the chunks' sums added in chunk order in f64: the same bits whatever the
-// thread count.
-#include <algorithm>
-#include <cmath>
-#include <vector>
-
-#include "adamw_update.hpp"
+// adamw_step and global_grad_norm on the CPU, the reference kernels. adamw_step: one pass over the
+// flat buffers, elements in parallel. global_grad_norm: optimizer_shared.hpp's chunks, each summed
+// in f32 in order.
 #include "element.hpp"
 #include "kernel_registration.hpp"
+#include "optimizer_shared.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
@@ -36,30 +31,15 @@ struct AdamWKernel {
   }
 };
 
-constexpr int64_t kNormChunk = 1 << 16;
-
 template <class E>
 struct GradNormKernel {
-  using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    const S* g = static_cast<const S*>(c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->data);
-    const int64_t n = c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->shape[0];
-    const int64_t chunks = (n + kNormChunk - 1) / kNormChunk;
-    std::vector<float> sums(static_cast<size_t>(chunks));
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < chunks; ++k) {
+    const auto* g = static_cast<const typename E::Storage*>(c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->data);
+    grad_norm_by_chunks(c, [&](int64_t i0, int64_t i1) {
       float sum = 0.0f;
-      for (int64_t i = k * kNormChunk; i < std::min(n, (k + 1) * kNormChunk); ++i) sum += E::load(g[i]) * E::load(g[i]);
-      sums[size_t(k)] = sum;
-    }
-    double total = 0.0;
-    for (const float s : sums) total += s;
-    const float norm = float(std::sqrt(total));
-    *static_cast<float*>(c->tensors[XHAL_GLOBAL_GRAD_NORM_NORM]->data) = norm;
-    if (const DLTensor* clip = c->tensors[XHAL_GLOBAL_GRAD_NORM_CLIP_SCALE]) {
-      const float max_norm = kernels::op_params<xhal_grad_norm_op_params>(c).max_norm;
-      *static_cast<float*>(clip->data) = kernels::clip_scale(norm, max_norm);
-    }
+      for (int64_t i = i0; i < i1; ++i) sum += E::load(g[i]) * E::load(g[i]);
+      return sum;
+    });
     return XHAL_OK;
   }
 };

@@ -1,10 +1,9 @@
 // adamw_step and global_grad_norm with SIMD (Highway, best target picked at run time), registered
 // above the reference kernels of optimizer.cpp.
 // adamw_step: the flat buffers in blocks of whole vectors, in parallel; each element's update as
-// adamw_update.hpp's (f32, the bias corrections in f64 once), sqrt and division in vectors.
-// global_grad_norm: the same fixed chunks as the reference (a function of the buffer's length
-// alone), each summed in four vector accumulators in a fixed order, the chunks' sums added in
-// chunk order in f64: the same bits whatever the thread count.
+// optimizer_shared.hpp's (f32, the bias corrections in f64 once), sqrt and division in vectors.
+// global_grad_norm: the reference's chunks (optimizer_shared.hpp), each summed in four vector
+// accumulators in a fixed order: the same bits whatever the thread count.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/optimizer_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -14,8 +13,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/adamw_update.hpp"
 #include "kernels/cpu/kernel_registration.hpp"
+#include "kernels/cpu/optimizer_shared.hpp"
 #include "kernels/cpu/simd_element-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -68,9 +67,6 @@ void adamw(const xhal_op_call* c) {
   });
 }
 
-// Elements per chunk of the norm: the partition depends on the buffer's length alone.
-constexpr int64_t kNormChunk = 1 << 16;
-
 // The sum of squares of g[i0, i1) in f32: four vector accumulators over groups of four vectors,
 // then the rest of the vectors into the first, then the tail.
 template <class E>
@@ -93,32 +89,11 @@ float sum_squares_range(const typename E::Storage* g, int64_t i0, int64_t i1) {
   return sum;
 }
 
-// False when the sums' buffer could not be had.
-bool grad_norm(const xhal_op_call* c) {
-  const int64_t n = c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->shape[0];
-  const int64_t chunks = (n + kNormChunk - 1) / kNormChunk;
-  std::vector<float> sums;
-  try {
-    sums.resize(static_cast<size_t>(chunks));
-  } catch (...) {
-    return false;
-  }
+void grad_norm(const xhal_op_call* c) {
   with_element(c->dtype, [&]<class E>() {
     const auto* g = static_cast<const typename E::Storage*>(c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->data);
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < chunks; ++k) {
-      sums[size_t(k)] = sum_squares_range<E>(g, k * kNormChunk, std::min(n, (k + 1) * kNormChunk));
-    }
+    grad_norm_by_chunks(c, [&](int64_t i0, int64_t i1) { return sum_squares_range<E>(g, i0, i1); });
   });
-  double total = 0.0;
-  for (const float s : sums) total += s;
-  const float norm = float(std::sqrt(total));
-  *static_cast<float*>(c->tensors[XHAL_GLOBAL_GRAD_NORM_NORM]->data) = norm;
-  if (const DLTensor* clip = c->tensors[XHAL_GLOBAL_GRAD_NORM_CLIP_SCALE]) {
-    *static_cast<float*>(clip->data) =
-        kernels::clip_scale(norm, kernels::op_params<xhal_grad_norm_op_params>(c).max_norm);
-  }
-  return true;
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE
@@ -141,9 +116,9 @@ struct AdamWSimd {
 
 template <class E>
 struct GradNormSimd {
-  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    if (HWY_DYNAMIC_DISPATCH(grad_norm)(c)) return XHAL_OK;
-    return kernels::kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "global_grad_norm: no memory for the chunks' sums");
+  static xhal_status run(const xhal_op_call* c, char*, size_t) {
+    HWY_DYNAMIC_DISPATCH(grad_norm)(c);
+    return XHAL_OK;
   }
 };
 }  // namespace

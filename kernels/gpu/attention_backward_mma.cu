@@ -204,38 +204,15 @@ __global__ void __launch_bounds__(Tile::kThreads)
     }
     int* turn = nullptr;
     if constexpr (kOrdered) {
-      turn = dq_turns + (b * f.Hq + h) * tiles_per_head + m0 / kBlockM;
-      wait_turn<0, Tile::kThreads>(turn, later_blocks_reaching<kBlockM, kBlockN>(a.mask, m0, block, Sq, Sk),
-                                   threadIdx.x == 0);
+      turn = wait_dq_turn<kBlockM, kBlockN, 0, Tile::kThreads>(dq_turns, tiles_per_head, a.mask, b, f.Hq, h, m0, block,
+                                                               Sq, Sk, threadIdx.x == 0);
     }
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int64_t i = m0 + dq_row_tile * 16 + group + hh * 8;
-      if (i >= Sq) continue;
-      float* acc = dq_accum + ((b * accum_batch_rows + q0 + i) * f.Hq + h) * D;
-#pragma unroll
-      for (int t = 0; t < Tile::kDqTiles; ++t) {
-        const int d = (dq_first_tile + t) * 8 + tig * 2;
-        add_pair(acc + d, dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
-      }
-    }
+    add_dq_rows<D>(dq_accum, dq, b * accum_batch_rows + q0, m0 + dq_row_tile * 16, Sq, f.Hq, h, dq_first_tile * 8,
+                   a.mask.scale, group, tig);
     if constexpr (kOrdered) pass_turn<0, Tile::kThreads>(turn, threadIdx.x == 0);
   }
   sm80::cp_async_wait<0>();  // a block whose keys no query sees still has K and V in flight
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int64_t j = n0 + warp * 16 + group + hh * 8;
-    if (j >= Sk) continue;
-    T* dk_row = a.dk + b * a.g.dk[0] + (k0 + j) * a.g.dk[1] + hk * a.g.dk[2];
-    T* dv_row = a.dv + b * a.g.dv[0] + (k0 + j) * a.g.dv[1] + hk * a.g.dv[2];
-#pragma unroll
-    for (int t = 0; t < Tile::kDTiles; ++t) {
-      const int d = t * 8 + tig * 2;
-      *reinterpret_cast<uint32_t*>(dk_row + d) =
-          sm80::pack2<E>(dk[t][2 * hh] * a.mask.scale, dk[t][2 * hh + 1] * a.mask.scale);
-      *reinterpret_cast<uint32_t*>(dv_row + d) = sm80::pack2<E>(dv[t][2 * hh], dv[t][2 * hh + 1]);
-    }
-  }
+  store_key_gradients<E>(a, dk, dv, b, hk, k0, n0 + warp * 16, Sk, group, tig);
 }
 
 template <class E, class Tile>
@@ -250,12 +227,9 @@ xhal_status launch_mma_backward(const xhal_op_call* c, char* msg, size_t len) {
           return true;
         }();
         (void)shared_raised;
-        const AttnLayout& f = a.g.fwd;
-        const dim3 grid(unsigned((a.max_keys + Tile::kBlockN - 1) / Tile::kBlockN), unsigned(f.Hq / f.group),
-                        unsigned(a.seqs.batch));
         const auto kernel = turns != nullptr ? dkdv_mma_kernel<E, Tile, true> : dkdv_mma_kernel<E, Tile, false>;
-        kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, stream>>>(a, dq_accum, accum_batch_rows, turns,
-                                                                     tiles_per_head, flag);
+        kernel<<<key_block_grid(a, Tile::kBlockN), Tile::kThreads, Tile::kSharedBytes, stream>>>(
+            a, dq_accum, accum_batch_rows, turns, tiles_per_head, flag);
         return XHAL_OK;
       });
 }

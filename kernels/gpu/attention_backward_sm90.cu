@@ -267,23 +267,14 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     // dQ rows m0 + 16 warp + group + 8 hh, columns 8t + 2 tig (+ 64 cw when split by columns).
     int* turn = nullptr;
     if constexpr (kOrdered) {
-      turn = dq_turns + (b * f.Hq + h) * tiles_per_head + m0 / kBlockM;
-      wait_turn<1, 256>(turn, later_blocks_reaching<kBlockM, kBlockN>(a.mask, m0, block, Sq, Sk), leader);
+      turn = wait_dq_turn<kBlockM, kBlockN, 1, 256>(dq_turns, tiles_per_head, a.mask, b, f.Hq, h, m0, block, Sq, Sk,
+                                                    leader);
       if constexpr (Tile::kSplitKeys) {
         if (cw == 1) sync_barrier<1, 256>();  // the first consumer's share goes first
       }
     }
-    const int column0 = Tile::kSplitKeys ? 0 : cw * 64;
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int64_t i = m0 + warp * 16 + group + hh * 8;
-      if (i >= Sq) continue;
-      float* acc = dq_accum + ((b * accum_batch_rows + q0 + i) * f.Hq + h) * D + column0;
-#pragma unroll
-      for (int t = 0; t < 8; ++t) {
-        add_pair(acc + t * 8 + tig * 2, dq[t][2 * hh] * a.mask.scale, dq[t][2 * hh + 1] * a.mask.scale);
-      }
-    }
+    add_dq_rows<D>(dq_accum, dq, b * accum_batch_rows + q0, m0 + warp * 16, Sq, f.Hq, h, Tile::kSplitKeys ? 0 : cw * 64,
+                   a.mask.scale, group, tig);
     if constexpr (kOrdered) {
       if constexpr (Tile::kSplitKeys) {
         if (cw == 0) sync_barrier<1, 256>();
@@ -291,20 +282,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       pass_turn<1, 256>(turn, leader);
     }
   }
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int64_t j = j_first + group + hh * 8;
-    if (j >= Sk) continue;
-    T* dk_row = a.dk + b * a.g.dk[0] + (k0 + j) * a.g.dk[1] + hk * a.g.dk[2];
-    T* dv_row = a.dv + b * a.g.dv[0] + (k0 + j) * a.g.dv[1] + hk * a.g.dv[2];
-#pragma unroll
-    for (int t = 0; t < Tile::kDTiles; ++t) {
-      const int d = t * 8 + tig * 2;
-      *reinterpret_cast<uint32_t*>(dk_row + d) =
-          sm80::pack2<E>(dk[t][2 * hh] * a.mask.scale, dk[t][2 * hh + 1] * a.mask.scale);
-      *reinterpret_cast<uint32_t*>(dv_row + d) = sm80::pack2<E>(dv[t][2 * hh], dv[t][2 * hh + 1]);
-    }
-  }
+  store_key_gradients<E>(a, dk, dv, b, hk, k0, j_first, Sk, group, tig);
 #endif
 }
 
@@ -329,12 +307,9 @@ xhal_status launch_wgmma_backward(const xhal_op_call* c, char* msg, size_t len) 
           return kernel_error(msg, len, XHAL_ERR_DEVICE,
                               "attention_backward: the driver refused a TMA map of q, k, v or dout");
         }
-        const AttnLayout& f = a.g.fwd;
-        const dim3 grid(unsigned((a.max_keys + Tile::kBlockN - 1) / Tile::kBlockN), unsigned(f.Hq / f.group),
-                        unsigned(a.seqs.batch));
         const auto kernel = turns != nullptr ? dkdv_wgmma_kernel<E, Tile, true> : dkdv_wgmma_kernel<E, Tile, false>;
-        kernel<<<grid, Tile::kThreads, Tile::kSharedBytes, stream>>>(maps, a, dq_accum, accum_batch_rows, turns,
-                                                                     tiles_per_head, flag);
+        kernel<<<key_block_grid(a, Tile::kBlockN), Tile::kThreads, Tile::kSharedBytes, stream>>>(
+            maps, a, dq_accum, accum_batch_rows, turns, tiles_per_head, flag);
         return XHAL_OK;
       });
 }

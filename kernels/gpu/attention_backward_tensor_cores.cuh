@@ -17,6 +17,7 @@
 #if !defined(__HIPCC__)
 
 #include "flash_launch.cuh"
+#include "mma_sm80.cuh"
 
 namespace xhal::gpu::attention_backward {
 
@@ -153,6 +154,61 @@ __device__ inline void pass_turn(int* turn, bool leader) {
   if (leader) {
     asm volatile("fence.acq_rel.gpu;\nred.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(turn) : "memory");
   }
+}
+
+// The turn counter of dQ tile (sequence b, query head h, rows from m0), once this key block's turn
+// has come (wait_turn's barrier kId of kCount threads).
+template <int kBlockM, int kBlockN, int kId, int kCount>
+__device__ inline int* wait_dq_turn(int* turns, int64_t tiles_per_head, const Mask& mask, int64_t b, int64_t Hq,
+                                    int64_t h, int64_t m0, int64_t block, int64_t Sq, int64_t Sk, bool leader) {
+  int* turn = turns + (b * Hq + h) * tiles_per_head + m0 / kBlockM;
+  wait_turn<kId, kCount>(turn, later_blocks_reaching<kBlockM, kBlockN>(mask, m0, block, Sq, Sk), leader);
+  return turn;
+}
+
+// A warp's dQ fragment (mma.sync's accumulator layout: rows i0 + group and i0 + group + 8, kTiles
+// n-tiles of 8 columns from column col0), times scale, into the f32 accumulator of query head h
+// (rows of Hq x kD values, the sequence's first at acc_row0); rows at or past Sq are left out.
+template <int kD, int kTiles>
+__device__ inline void add_dq_rows(float* dq_accum, const float (&dq)[kTiles][4], int64_t acc_row0, int64_t i0,
+                                   int64_t Sq, int64_t Hq, int64_t h, int col0, float scale, int group, int tig) {
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t i = i0 + group + hh * 8;
+    if (i >= Sq) continue;
+    float* acc = dq_accum + ((acc_row0 + i) * Hq + h) * kD + col0 + tig * 2;
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) add_pair(acc + t * 8, dq[t][2 * hh] * scale, dq[t][2 * hh + 1] * scale);
+  }
+}
+
+// A warp's dK (times the mask's scale) and dV fragments, for keys j0 + group and j0 + group + 8 of
+// sequence b (its keys from k0) and kv head hk, in their dtype; keys at or past Sk are left out.
+template <class E, int kDTiles>
+__device__ inline void store_key_gradients(const BackwardArgs<typename E::T>& a, const float (&dk)[kDTiles][4],
+                                           const float (&dv)[kDTiles][4], int64_t b, int64_t hk, int64_t k0, int64_t j0,
+                                           int64_t Sk, int group, int tig) {
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int64_t j = j0 + group + hh * 8;
+    if (j >= Sk) continue;
+    typename E::T* dk_row = a.dk + b * a.g.dk[0] + (k0 + j) * a.g.dk[1] + hk * a.g.dk[2];
+    typename E::T* dv_row = a.dv + b * a.g.dv[0] + (k0 + j) * a.g.dv[1] + hk * a.g.dv[2];
+#pragma unroll
+    for (int t = 0; t < kDTiles; ++t) {
+      const int d = t * 8 + tig * 2;
+      *reinterpret_cast<uint32_t*>(dk_row + d) =
+          sm80::pack2<E>(dk[t][2 * hh] * a.mask.scale, dk[t][2 * hh + 1] * a.mask.scale);
+      *reinterpret_cast<uint32_t*>(dv_row + d) = sm80::pack2<E>(dv[t][2 * hh], dv[t][2 * hh + 1]);
+    }
+  }
+}
+
+// The main kernels' grid: blocks of kBlockN keys, kv heads, sequences.
+template <class T>
+dim3 key_block_grid(const BackwardArgs<T>& a, int block_n) {
+  return dim3(unsigned((a.max_keys + block_n - 1) / block_n), unsigned(a.g.fwd.Hq / a.g.fwd.group),
+              unsigned(a.seqs.batch));
 }
 
 // dq = the f32 accumulator in dq's dtype, for every row of the call (rows no sequence covers hold 0).
