@@ -155,7 +155,7 @@ if want bench; then
     ${GPU_BENCH_FILTER:+--benchmark_filter=$GPU_BENCH_FILTER} \
     --benchmark_out="$out/bench.json" --benchmark_out_format=json >"$out/bench.txt" 2>&1
   note "xhal-bench: exit $?"
-  grep -E "^(ceiling|rms|fused|swiglu|rope|cross|embedding|attention|paged|linear)" "$out/bench.txt" |
+  grep -E "^(ceiling|rms|fused|swiglu|rope|cross|embedding|attention|paged|linear|adamw|global)" "$out/bench.txt" |
     sed -E 's/ +[0-9.]+ ms +[0-9]+ +/ /; s/ +/ /g' | head -n 40
   XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal-bench" \
     --device cuda:0 $quick --benchmark_min_time=0.2 --benchmark_filter='^attention' >"$out/bench-mma.txt" 2>&1

@@ -1,10 +1,34 @@
 // xhal-bench's cases of the training ops: the backward ops of the norms and swiglu, cross_entropy
 // and its backward, embedding and its backward, the optimizer.
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "bench/bench_case.hpp"
 
 namespace xhal::bench {
+namespace {
+
+// The parameter tensors of a Llama-style model of about P parameters, as an optimizer sees them:
+// 16 layers of q, k, v, o (GQA 4:1), gate, up and down (2.75 h wide) and two norms, an embedding
+// of 16 h rows, the final norm, the rest as the lm head; h a multiple of 64.
+std::vector<int64_t> list_of_model_tensors(int64_t P) {
+  constexpr int kLayers = 16;
+  const auto h = std::max<int64_t>(64, int64_t(std::sqrt(double(P) / 188.0)) / 64 * 64);
+  const int64_t ffn = h * 11 / 4;
+  std::vector<int64_t> lengths = {16 * h * h};
+  for (int l = 0; l < kLayers; ++l) {
+    for (const int64_t n : {h * h, h * h / 4, h * h / 4, h * h, ffn * h, ffn * h, ffn * h, h, h}) lengths.push_back(n);
+  }
+  lengths.push_back(h);
+  int64_t total = 0;
+  for (const int64_t n : lengths) total += n;
+  if (total < P) lengths.push_back(P - total);
+  return lengths;
+}
+
+}  // namespace
 
 void add_training_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>& cases) {
   const double e = double(xhal::dtype_size(dt));
@@ -109,6 +133,43 @@ void add_training_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>
     add("global_grad_norm/" + shape + "/" + tn, double(P) * e, 0, Bound::memory, [=] {
       Tensor grad = hashed_tensor(P, dt, dev, -1, 1), norm = Tensor::empty({1}, DType::f32, dev);
       return std::function<void()>([=] { xhal::ops::global_grad_norm(grad, norm, nullptr, 1.0f); });
+    });
+    // The same parameters as a model's list of tensors (list_of_model_tensors), each a view of its
+    // own range of the buffers: the ceiling is the flat buffers', the difference the list's cost.
+    const std::vector<int64_t> lengths = list_of_model_tensors(P);
+    const std::string list_shape = fmt::format("{}M_params_{}_tensors", P >> 20, lengths.size());
+    auto views_of = [lengths](const Tensor& t) {
+      std::vector<xhal::TensorView> views;
+      int64_t offset = 0;
+      for (const int64_t n : lengths) {
+        views.emplace_back(static_cast<char*>(t.data()) + offset * int64_t(dtype_size(t.dtype())), t.dtype(),
+                           std::vector<int64_t>{n}, t.device());
+        offset += n;
+      }
+      return views;
+    };
+    add("adamw_step/" + list_shape + "_master/" + tn, double(P) * (2 * e + 6 * 4.0), 0, Bound::memory, [=] {
+      Tensor param = hashed_tensor(P, dt, dev, -1, 1), grad = hashed_tensor(P, dt, dev, -1, 1);
+      Tensor master = hashed_tensor(P, DType::f32, dev, -1, 1), m = hashed_tensor(P, DType::f32, dev, -0.1f, 0.1f);
+      Tensor v = hashed_tensor(P, DType::f32, dev, 0, 0.01f);
+      const auto params = views_of(param), grads = views_of(grad), masters = views_of(master);
+      const auto ms = views_of(m), vs = views_of(v);
+      std::vector<xhal::AdamWTensors> list;
+      for (size_t i = 0; i < params.size(); ++i) list.push_back({params[i], grads[i], ms[i], vs[i], nullptr});
+      // The views are owned by the closure; the entries point at its copies.
+      return std::function<void()>([=, list = std::move(list)]() mutable {
+        for (size_t i = 0; i < list.size(); ++i) list[i].master = &masters[i];
+        xhal::ops::adamw_step(list, nullptr, nullptr, {.weight_decay = 0.0f});
+        (void)param, (void)grad, (void)master, (void)m, (void)v;
+      });
+    });
+    add("global_grad_norm/" + list_shape + "/" + tn, double(P) * e, 0, Bound::memory, [=] {
+      Tensor grad = hashed_tensor(P, dt, dev, -1, 1), norm = Tensor::empty({1}, DType::f32, dev);
+      const auto grads = views_of(grad);
+      return std::function<void()>([=] {
+        xhal::ops::global_grad_norm(grads, norm, nullptr, 1.0f);
+        (void)grad;
+      });
     });
   }
 }

@@ -47,6 +47,24 @@ inline const DLTensor* tensor_at(const xhal_op_call* c, int slot) {
   return slot < int(c->num_tensors) ? c->tensors[slot] : nullptr;
 }
 
+// A list op's call (op_table.h XHAL_OP_LISTS): its entries and entry i's tensor of a slot.
+struct ListCall {
+  const xhal_op_call* call;
+  int first, stride;  // the op's XHAL_<OP>_LIST_FIRST and _STRIDE
+
+  int64_t entries() const { return (int64_t(call->num_tensors) - first) / stride; }
+  const DLTensor* tensor(int slot, int64_t entry) const { return call->tensors[XHAL_LIST_SLOT(slot, entry, stride)]; }
+  // The entry's rank-1 length (its tensor of `slot`).
+  int64_t length(int slot, int64_t entry) const { return tensor(slot, entry)->shape[0]; }
+};
+
+inline ListCall adamw_list(const xhal_op_call* c) {
+  return {c, XHAL_ADAMW_STEP_LIST_FIRST, XHAL_ADAMW_STEP_LIST_STRIDE};
+}
+inline ListCall grad_norm_list(const xhal_op_call* c) {
+  return {c, XHAL_GLOBAL_GRAD_NORM_LIST_FIRST, XHAL_GLOBAL_GRAD_NORM_LIST_STRIDE};
+}
+
 // global_grad_norm's clip scale: min(1, max_norm / (norm + 1e-6)), 1 when max_norm <= 0, NaN for a
 // NaN norm (an update with it shows, instead of running unclipped). Shared by host and device code.
 XHAL_HOST_DEVICE inline float clip_scale(float norm, float max_norm) {

@@ -250,6 +250,13 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     ops::adamw_step(param, pgrad, avg, avg_sq_t, nullptr, nullptr, nullptr, AdamWParams{.lr = 1e-3f, .step = 3});
     const Tensor norm = Tensor::empty({1}, DType::f32, cpu);
     ops::global_grad_norm(pgrad, norm, nullptr, 1.0f);
+    // The list forms: each entry's outputs compared on their own.
+    const Tensor param2 = random_tensor({37}, dt, 32), pgrad2 = random_tensor({37}, dt, 33);
+    const Tensor avg2 = random_tensor({37}, DType::f32, 34);
+    const Tensor avg_sq2 = Tensor::from_host(avg_sq.data(), {37}, DType::f32, cpu);
+    ops::adamw_step({{param, pgrad, avg, avg_sq_t}, {param2, pgrad2, avg2, avg_sq2}}, nullptr, nullptr,
+                    AdamWParams{.lr = 1e-3f, .step = 4});
+    ops::global_grad_norm({pgrad, pgrad2}, norm, nullptr, 1.0f);
     for (const CheckReport& r : reports) {
       EXPECT_TRUE(r.passed()) << r.str();
       EXPECT_LE(r.max_allowance_used, 1.0) << r.str();

@@ -79,10 +79,23 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
                                           TensorView(b.out.data() + 1, DType::f32, {4, 64}),
                                           TensorView(b.out.data() + 1024, DType::f32, {64}));
        }},
-      {"adamw_step", "param", "exp_avg",
+      {"adamw_step", "exp_avg", "param",  // the one starting later is named first
        [](Buffers& b) {
          ops::adamw_step(b.o32({64}), b.f32({64}), TensorView(b.out.data() + 32, DType::f32, {64}),
                          TensorView(b.out.data() + 128, DType::f32, {64}), nullptr, nullptr, nullptr, {});
+       }},
+      {"adamw_step", "exp_avg_sq[1]", "grad[0]",  // across the entries of a list
+       [](Buffers& b) {
+         auto at = [&](int64_t offset) { return TensorView(b.out.data() + offset, DType::f32, {64}); };
+         const TensorView grad0 = b.f32({64}), grad1(b.f.data() + 512, DType::f32, {64});
+         const TensorView exp_avg_sq1(b.f.data() + 16, DType::f32, {64});
+         ops::adamw_step({{at(0), grad0, at(64), at(128)}, {at(192), grad1, at(256), exp_avg_sq1}}, nullptr, nullptr,
+                         {});
+       }},
+      {"global_grad_norm", "norm", "grad[1]",
+       [](Buffers& b) {
+         ops::global_grad_norm({b.f32({64}), TensorView(b.out.data(), DType::f32, {64})},
+                               TensorView(b.out.data() + 8, DType::f32, {1}), nullptr, 1.0f);
        }},
       {"swiglu_backward", "dup", "dgate",
        [](Buffers& b) {

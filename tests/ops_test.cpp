@@ -391,6 +391,38 @@ const std::vector<BadCall>& bad_calls() {
        }},
       {"norm shape", Errc::invalid_argument, "global_grad_norm", "norm",
        [](Buffers& b) { ops::global_grad_norm(b.f32({64}), b.o32({2}), nullptr, 1.0f); }},
+      // Lists: every entry checked, named with its index, before anything runs.
+      {"list gradient length", Errc::invalid_argument, "adamw_step", "grad[1]",
+       [](Buffers& b) {
+         auto at = [&](int64_t offset, int64_t n) { return TensorView(b.out.data() + offset, DType::f32, V{n}); };
+         ops::adamw_step({{at(0, 64), b.f32({64}), at(64, 64), at(128, 64)},
+                          {at(192, 32), b.f32({31}), at(224, 32), at(256, 32)}},
+                         nullptr, nullptr, {});
+       }},
+      {"list dtypes", Errc::invalid_argument, "adamw_step", "param[1]",
+       [](Buffers& b) {
+         auto at = [&](int64_t offset, int64_t n) { return TensorView(b.out.data() + offset, DType::f32, V{n}); };
+         ops::adamw_step({{at(0, 64), b.f32({64}), at(64, 64), at(128, 64)},
+                          {b.bf16({32}), b.bf16({32}), at(224, 32), at(256, 32)}},
+                         nullptr, nullptr, {});
+       }},
+      {"master weights for some entries", Errc::invalid_argument, "adamw_step", "master[2]",
+       [](Buffers& b) {
+         auto at = [&](int64_t offset, int64_t n) { return TensorView(b.out.data() + offset, DType::f32, V{n}); };
+         const TensorView master0 = at(1000, 8), master1 = at(1008, 8);
+         ops::adamw_step({{at(0, 8), b.f32({8}), at(8, 8), at(16, 8), &master0},
+                          {at(24, 8), b.f32({8}), at(32, 8), at(40, 8), &master1},
+                          {at(48, 8), b.f32({8}), at(56, 8), at(64, 8)}},
+                         nullptr, nullptr, {});
+       }},
+      {"empty list", Errc::invalid_argument, "adamw_step", "tensors",
+       [](Buffers&) { ops::adamw_step(std::vector<AdamWTensors>{}, nullptr, nullptr, {}); }},
+      {"list gradient dtypes", Errc::invalid_argument, "global_grad_norm", "grad[2]",
+       [](Buffers& b) { ops::global_grad_norm({b.f32({64}), b.f32({8}), b.bf16({8})}, b.o32({1}), nullptr, 1.0f); }},
+      {"list gradient rank", Errc::invalid_argument, "global_grad_norm", "grad[1]",
+       [](Buffers& b) { ops::global_grad_norm({b.f32({64}), b.f32({8, 8})}, b.o32({1}), nullptr, 1.0f); }},
+      {"empty gradient list", Errc::invalid_argument, "global_grad_norm", "grads",
+       [](Buffers& b) { ops::global_grad_norm(std::vector<TensorView>{}, b.o32({1}), nullptr, 1.0f); }},
   };
   return calls;
 }

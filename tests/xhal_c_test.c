@@ -178,6 +178,33 @@ int main(void) {
   CHECK(xhal_paged_attention(&tvq, &tkc, &tvc, &ttab, &tlen, &tvo, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
   CHECK(strstr(xhal_last_error(), "block_table") != NULL);
 
+  /* adamw_step and global_grad_norm over a list of two parameters: with g = 1 and lr 0.5 the first
+   * step moves each weight by -0.5 (m / sqrt(v) = 1 after bias correction); the norm is sqrt(3). */
+  float w1[1] = {1}, w2[2] = {2, 3}, g1[1] = {1}, g2[2] = {1, 1}, m1[1] = {0}, m2[2] = {0, 0}, v1[1] = {0},
+        v2[2] = {0, 0}, norm[1], clip[1];
+  int64_t s1n[1] = {1}, s2n[1] = {2};
+  DLTensor tw1 = tensor(w1, f32, 1, s1n), tw2 = tensor(w2, f32, 1, s2n), tg1 = tensor(g1, f32, 1, s1n),
+           tg2 = tensor(g2, f32, 1, s2n), tm1 = tensor(m1, f32, 1, s1n), tm2 = tensor(m2, f32, 1, s2n),
+           tv1 = tensor(v1, f32, 1, s1n), tv2 = tensor(v2, f32, 1, s2n), tnorm = tensor(norm, f32, 1, one),
+           tclip = tensor(clip, f32, 1, one);
+  const DLTensor *ws_list[2] = {&tw1, &tw2}, *gs_list[2] = {&tg1, &tg2}, *ms_list[2] = {&tm1, &tm2},
+                 *vs_list[2] = {&tv1, &tv2};
+  CHECK(xhal_global_grad_norm(2, gs_list, &tnorm, &tclip, 1.0f, NULL) == XHAL_OK);
+  CHECK(fabsf(norm[0] - sqrtf(3.0f)) < 1e-6f && fabsf(clip[0] - 1.0f / sqrtf(3.0f)) < 1e-6f);
+  const xhal_adamw_params hyper = {0.5f, 0.9f, 0.999f, 0.0f, 0.0f, 1};
+  CHECK(xhal_adamw_step(2, ws_list, gs_list, ms_list, vs_list, NULL, NULL, NULL, &hyper, NULL) == XHAL_OK);
+  CHECK(fabsf(w1[0] - 0.5f) < 1e-4f && fabsf(w2[0] - 1.5f) < 1e-4f && fabsf(w2[1] - 2.5f) < 1e-4f);
+  /* A gradient whose length differs from its parameter's: named with its entry, nothing written. */
+  const float w1_after = w1[0];
+  gs_list[1] = &tg1;
+  CHECK(xhal_adamw_step(2, ws_list, gs_list, ms_list, vs_list, NULL, NULL, NULL, &hyper, NULL) ==
+        XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "xhal::ops::adamw_step: argument 'grad[1]'") != NULL);
+  CHECK(w1[0] == w1_after);
+  CHECK(xhal_adamw_step(2, ws_list, NULL, ms_list, vs_list, NULL, NULL, NULL, &hyper, NULL) ==
+        XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "xhal_adamw_step: argument 'grads'") != NULL);
+
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

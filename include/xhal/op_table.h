@@ -47,7 +47,8 @@ extern "C" {
  * forward's slot and its dloss at the forward's loss slot, embedding_backward its dout at the
  * forward's out slot; the attention backward ops read the forward's tensors at its slots (so the
  * forward kernels' row accessors serve them) and their gradients at 7-10. A backward op's
- * residual is the sum the forward left in it.
+ * residual is the sum the forward left in it. The list ops (XHAL_OP_LISTS below) put the scalars
+ * the whole list shares first and one entry's tensors after them.
  * Optional tensors are NULL when absent. */
 #define XHAL_OP_TENSORS(TENSOR)                                                     \
   TENSOR(ATTENTION, Q, q, 0, XHAL_ROLE_IN, 0)                                       \
@@ -120,16 +121,16 @@ extern "C" {
   TENSOR(CROSS_ENTROPY_BACKWARD, LSE, lse, 3, XHAL_ROLE_IN, 0)                      \
   TENSOR(CROSS_ENTROPY_BACKWARD, DLOSS, dloss, 2, XHAL_ROLE_IN, 0)                  \
   TENSOR(CROSS_ENTROPY_BACKWARD, DLOGITS, dlogits, 4, XHAL_ROLE_OUT, 0)             \
-  TENSOR(ADAMW_STEP, PARAM, param, 0, XHAL_ROLE_INOUT, 0)                           \
-  TENSOR(ADAMW_STEP, GRAD, grad, 1, XHAL_ROLE_IN, 0)                                \
-  TENSOR(ADAMW_STEP, EXP_AVG, exp_avg, 2, XHAL_ROLE_INOUT, 0)                       \
-  TENSOR(ADAMW_STEP, EXP_AVG_SQ, exp_avg_sq, 3, XHAL_ROLE_INOUT, 0)                 \
-  TENSOR(ADAMW_STEP, MASTER, master, 4, XHAL_ROLE_INOUT, 1)                         \
-  TENSOR(ADAMW_STEP, LR, lr, 5, XHAL_ROLE_IN, 1)                                    \
-  TENSOR(ADAMW_STEP, GRAD_SCALE, grad_scale, 6, XHAL_ROLE_IN, 1)                    \
-  TENSOR(GLOBAL_GRAD_NORM, GRAD, grad, 0, XHAL_ROLE_IN, 0)                          \
-  TENSOR(GLOBAL_GRAD_NORM, NORM, norm, 1, XHAL_ROLE_OUT, 0)                         \
-  TENSOR(GLOBAL_GRAD_NORM, CLIP_SCALE, clip_scale, 2, XHAL_ROLE_OUT, 1)             \
+  TENSOR(ADAMW_STEP, PARAM, param, 2, XHAL_ROLE_INOUT, 0)                           \
+  TENSOR(ADAMW_STEP, GRAD, grad, 3, XHAL_ROLE_IN, 0)                                \
+  TENSOR(ADAMW_STEP, EXP_AVG, exp_avg, 4, XHAL_ROLE_INOUT, 0)                       \
+  TENSOR(ADAMW_STEP, EXP_AVG_SQ, exp_avg_sq, 5, XHAL_ROLE_INOUT, 0)                 \
+  TENSOR(ADAMW_STEP, MASTER, master, 6, XHAL_ROLE_INOUT, 1)                         \
+  TENSOR(ADAMW_STEP, LR, lr, 0, XHAL_ROLE_IN, 1)                                    \
+  TENSOR(ADAMW_STEP, GRAD_SCALE, grad_scale, 1, XHAL_ROLE_IN, 1)                    \
+  TENSOR(GLOBAL_GRAD_NORM, GRAD, grad, 2, XHAL_ROLE_IN, 0)                          \
+  TENSOR(GLOBAL_GRAD_NORM, NORM, norm, 0, XHAL_ROLE_OUT, 0)                         \
+  TENSOR(GLOBAL_GRAD_NORM, CLIP_SCALE, clip_scale, 1, XHAL_ROLE_OUT, 1)             \
   TENSOR(LINEAR_BACKWARD, DOUT, dout, 0, XHAL_ROLE_IN, 0)                           \
   TENSOR(LINEAR_BACKWARD, X, x, 1, XHAL_ROLE_IN, 0)                                 \
   TENSOR(LINEAR_BACKWARD, W, w, 2, XHAL_ROLE_IN, 0)                                 \
@@ -163,7 +164,17 @@ extern "C" {
   TENSOR(ATTENTION_VARLEN_BACKWARD, DK, dk, 9, XHAL_ROLE_OUT, 0)                    \
   TENSOR(ATTENTION_VARLEN_BACKWARD, DV, dv, 10, XHAL_ROLE_OUT, 0)
 
-/* The most tensors one op has; a new op with more raises it (the core's call buffers use it). */
+/* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
+ * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the
+ * whole list. A call with n >= 1 entries carries first + n * stride tensors, entry i's tensor of
+ * slot s (s >= first) at s + i * stride (XHAL_LIST_SLOT); its num_tensors gives n. */
+#define XHAL_OP_LISTS(LIST) \
+  LIST(ADAMW_STEP, 2, 5)    \
+  LIST(GLOBAL_GRAD_NORM, 2, 1)
+
+#define XHAL_LIST_SLOT(slot, entry, stride) ((slot) + (entry) * (stride))
+
+/* The most tensors one op has (a list op's with one entry); a new op with more raises it. */
 #define XHAL_MAX_OP_TENSORS 16
 
 typedef enum xhal_tensor_role {
@@ -180,6 +191,11 @@ typedef enum xhal_op { XHAL_OPS(XHAL_OP_ENUM_ROW) XHAL_OP_COUNT } xhal_op;
 #define XHAL_OP_SLOT_ROW(OP, NAME, name, slot, role, optional) XHAL_##OP##_##NAME = slot,
 enum { XHAL_OP_TENSORS(XHAL_OP_SLOT_ROW) XHAL_SLOT_END_ };
 #undef XHAL_OP_SLOT_ROW
+
+/* List layouts: XHAL_ADAMW_STEP_LIST_FIRST, XHAL_ADAMW_STEP_LIST_STRIDE, ... */
+#define XHAL_OP_LIST_ROW(OP, first, stride) XHAL_##OP##_LIST_FIRST = first, XHAL_##OP##_LIST_STRIDE = stride,
+enum { XHAL_OP_LISTS(XHAL_OP_LIST_ROW) XHAL_LIST_END_ };
+#undef XHAL_OP_LIST_ROW
 
 /* Parameter structs. Each starts with its size: the core sets it to sizeof the struct it was
  * built with, and a kernel reads a member only when struct_size covers it (members are appended). */

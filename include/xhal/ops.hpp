@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "xhal/stream.hpp"
 #include "xhal/tensor.hpp"
@@ -27,6 +28,13 @@ struct AdamWParams {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   float weight_decay = 0.01f;  // decoupled: p *= 1 - lr * weight_decay
   int64_t step = 1;  // this update's number, from 1: bias corrections 1 - beta^step
+};
+
+// One parameter of a list update (adamw_step over a model's parameters) and its optimizer state:
+// rank-1 views (a parameter tensor seen flat); master is null or f32 master weights.
+struct AdamWTensors {
+  TensorView param, grad, exp_avg, exp_avg_sq;
+  const TensorView* master = nullptr;
 };
 
 struct CrossEntropyParams {
@@ -116,20 +124,28 @@ void cross_entropy_backward(const TensorView& logits, const TensorView& labels, 
                             const TensorView& dloss, const TensorView& dlogits, const CrossEntropyParams& params = {},
                             const Stream* stream = nullptr);
 
-// One AdamW update (PyTorch's torch.optim.AdamW) of a flat parameter buffer: param[N] (f32, f16 or
-// bf16), grad[N] (param's dtype), exp_avg[N] and exp_avg_sq[N] (f32 moments), all updated in
-// place. With master[N] (f32, optional) the update is computed on the master weights and param
-// gets them rounded. lr[1] (f32, optional) holds the learning rate on the device (a schedule that
-// never leaves it); grad_scale[1] (f32, optional) multiplies the gradient first, e.g. the
-// clip_scale of global_grad_norm, so that clipping costs no pass of its own. One pass: each
-// element of every buffer read once and written once.
+// One AdamW update (PyTorch's torch.optim.AdamW) of a list of parameters in one fused pass (one
+// launch per few dozen tensors on a GPU). Each entry: param[N] (f32, f16 or bf16; one dtype for
+// the whole list), grad[N] (param's dtype), exp_avg[N] and exp_avg_sq[N] (f32 moments), all
+// updated in place. With master[N] (f32; every entry or none) the update is computed on the master
+// weights and param gets them rounded. lr[1] (f32, optional) holds the learning rate on the device
+// (a schedule that never leaves it); grad_scale[1] (f32, optional) multiplies the gradients first,
+// e.g. the clip_scale of global_grad_norm, so that clipping costs no pass of its own. Each element
+// of every buffer is read once and written once.
+void adamw_step(const std::vector<AdamWTensors>& tensors, const TensorView* lr, const TensorView* grad_scale,
+                const AdamWParams& params, const Stream* stream = nullptr);
+// The same on one flat buffer (all parameters of one dtype in one tensor).
 void adamw_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
                 const TensorView& exp_avg_sq, const TensorView* master, const TensorView* lr,
                 const TensorView* grad_scale, const AdamWParams& params, const Stream* stream = nullptr);
 
-// norm[1] (f32) = the L2 norm of the flat gradient buffer grad[N], summed in f32 in an order fixed
-// by N and the device; clip_scale[1] (f32, optional) = min(1, max_norm / (norm + 1e-6)), or 1 when
-// max_norm <= 0: adamw_step's grad_scale for clipping by the global norm.
+// norm[1] (f32) = the L2 norm of all the gradients grads[i][N_i] together (one dtype), summed in f32
+// in an order fixed by the lengths and the device; clip_scale[1] (f32, optional) =
+// min(1, max_norm / (norm + 1e-6)), or 1 when max_norm <= 0: adamw_step's grad_scale for clipping
+// by the global norm.
+void global_grad_norm(const std::vector<TensorView>& grads, const TensorView& norm, const TensorView* clip_scale,
+                      float max_norm, const Stream* stream = nullptr);
+// The same over one flat gradient buffer.
 void global_grad_norm(const TensorView& grad, const TensorView& norm, const TensorView* clip_scale, float max_norm,
                       const Stream* stream = nullptr);
 

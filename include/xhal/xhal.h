@@ -90,17 +90,21 @@ xhal_status xhal_cross_entropy(const DLTensor* logits, const DLTensor* labels, c
 xhal_status xhal_cross_entropy_backward(const DLTensor* logits, const DLTensor* labels, const DLTensor* lse,
                                         const DLTensor* dloss, const DLTensor* dlogits, int64_t ignore_index,
                                         float label_smoothing, float z_loss, void* stream);
-/* One AdamW step over flat buffers; master, lr and grad_scale may be NULL (then params->lr is used). */
+/* One AdamW step over a list of `count` parameters (one dtype): params, grads, exp_avgs and
+ * exp_avg_sqs are arrays of `count` rank-1 tensors; masters is NULL or such an array of f32 master
+ * weights; lr and grad_scale may be NULL (then hyper->lr is used, and no scaling). */
 typedef struct xhal_adamw_params {
   float lr, beta1, beta2, eps, weight_decay;
   int64_t step;
 } xhal_adamw_params;
-xhal_status xhal_adamw_step(const DLTensor* param, const DLTensor* grad, const DLTensor* exp_avg,
-                            const DLTensor* exp_avg_sq, const DLTensor* master, const DLTensor* lr,
-                            const DLTensor* grad_scale, const xhal_adamw_params* params, void* stream);
-/* norm[1] f32; clip_scale[1] f32 or NULL; max_norm <= 0: no clipping. */
-xhal_status xhal_global_grad_norm(const DLTensor* grad, const DLTensor* norm, const DLTensor* clip_scale,
-                                  float max_norm, void* stream);
+xhal_status xhal_adamw_step(size_t count, const DLTensor* const* params, const DLTensor* const* grads,
+                            const DLTensor* const* exp_avgs, const DLTensor* const* exp_avg_sqs,
+                            const DLTensor* const* masters, const DLTensor* lr, const DLTensor* grad_scale,
+                            const xhal_adamw_params* hyper, void* stream);
+/* The L2 norm of `count` gradients (an array of rank-1 tensors of one dtype) together: norm[1] f32;
+ * clip_scale[1] f32 or NULL; max_norm <= 0: no clipping. */
+xhal_status xhal_global_grad_norm(size_t count, const DLTensor* const* grads, const DLTensor* norm,
+                                  const DLTensor* clip_scale, float max_norm, void* stream);
 
 xhal_status xhal_attention_backward(const DLTensor* dout, const DLTensor* q, const DLTensor* k, const DLTensor* v,
                                     const DLTensor* out, const DLTensor* lse, const DLTensor* dq, const DLTensor* dk,

@@ -1,5 +1,5 @@
 // adamw_step and global_grad_norm on the CPU, the reference kernels. adamw_step: one pass over the
-// flat buffers, elements in parallel. global_grad_norm: optimizer_shared.hpp's chunks, each summed
+// list's buffers, ranges of elements in parallel. global_grad_norm: optimizer_shared.hpp's chunks, each summed
 // in f32 in order.
 #include "element.hpp"
 #include "kernel_registration.hpp"
@@ -13,20 +13,16 @@ template <class E>
 struct AdamWKernel {
   using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    S* param = static_cast<S*>(c->tensors[XHAL_ADAMW_STEP_PARAM]->data);
-    const S* grad = static_cast<const S*>(c->tensors[XHAL_ADAMW_STEP_GRAD]->data);
-    float* m = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG]->data);
-    float* v = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG_SQ]->data);
-    const DLTensor* master_t = c->tensors[XHAL_ADAMW_STEP_MASTER];
-    float* master = master_t ? static_cast<float*>(master_t->data) : nullptr;
-    const int64_t n = c->tensors[XHAL_ADAMW_STEP_PARAM]->shape[0];
     const AdamWConstants k = AdamWConstants::of(c);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float w = k.update(E::load(grad[i]), master ? master[i] : E::load(param[i]), m[i], v[i]);
-      if (master) master[i] = w;
-      param[i] = E::store(w);
-    }
+    adamw_by_ranges(c, [&](const AdamWBuffers& b, int64_t i0, int64_t i1) {
+      S* param = static_cast<S*>(b.param);
+      const S* grad = static_cast<const S*>(b.grad);
+      for (int64_t i = i0; i < i1; ++i) {
+        const float w = k.update(E::load(grad[i]), b.master ? b.master[i] : E::load(param[i]), b.m[i], b.v[i]);
+        if (b.master) b.master[i] = w;
+        param[i] = E::store(w);
+      }
+    });
     return XHAL_OK;
   }
 };
@@ -34,8 +30,8 @@ struct AdamWKernel {
 template <class E>
 struct GradNormKernel {
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    const auto* g = static_cast<const typename E::Storage*>(c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->data);
-    grad_norm_by_chunks(c, [&](int64_t i0, int64_t i1) {
+    grad_norm_by_chunks(c, [&](const void* data, int64_t i0, int64_t i1) {
+      const auto* g = static_cast<const typename E::Storage*>(data);
       float sum = 0.0f;
       for (int64_t i = i0; i < i1; ++i) sum += E::load(g[i]) * E::load(g[i]);
       return sum;

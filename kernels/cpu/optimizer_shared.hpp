@@ -1,7 +1,7 @@
 // What the CPU's reference and SIMD optimizer kernels share: AdamW's update of one element with
 // its per-call constants, m = β1 m + (1 − β1) g, v = β2 v + (1 − β2) g², w = w (1 − lr·wd) −
 // step_size · m / (√v / √(1 − β2^t) + eps) with step_size = lr / (1 − β1^t) and g the gradient times
-// its scale; and global_grad_norm's chunks.
+// its scale; the split of a list's entries into blocks run in parallel; global_grad_norm's chunks.
 #pragma once
 
 #include <algorithm>
@@ -41,19 +41,64 @@ struct AdamWConstants {
   }
 };
 
-// global_grad_norm: the gradient in chunks of kNormChunk elements (a partition that depends on its
-// length alone), each chunk's sum of squares from chunk_sum(i0, i1) (f32; must not throw), in
-// parallel; the sums added in chunk order in f64, so the bits do not depend on the thread count.
-// Writes the norm and, when asked for, the clip scale.
+// One entry of adamw_step's list; master is null when the call has none.
+struct AdamWBuffers {
+  void* param;
+  const void* grad;
+  float *m, *v, *master;
+
+  static AdamWBuffers of(const kernels::ListCall& list, int64_t i) {
+    const DLTensor* master = list.tensor(XHAL_ADAMW_STEP_MASTER, i);
+    return {list.tensor(XHAL_ADAMW_STEP_PARAM, i)->data, list.tensor(XHAL_ADAMW_STEP_GRAD, i)->data,
+            static_cast<float*>(list.tensor(XHAL_ADAMW_STEP_EXP_AVG, i)->data),
+            static_cast<float*>(list.tensor(XHAL_ADAMW_STEP_EXP_AVG_SQ, i)->data),
+            master ? static_cast<float*>(master->data) : nullptr};
+  }
+};
+
+// Elements [i0, i1) of a list entry.
+struct EntryRange {
+  int64_t entry, i0, i1;
+};
+
+// Every entry of `list` (lengths from its tensors of `slot`) cut into ranges of `block` elements,
+// entry by entry: a partition that depends on the lengths alone.
+inline std::vector<EntryRange> split_entries(const kernels::ListCall& list, int slot, int64_t block) {
+  std::vector<EntryRange> ranges;
+  for (int64_t e = 0; e < list.entries(); ++e) {
+    const int64_t n = list.length(slot, e);
+    for (int64_t i0 = 0; i0 < n; i0 += block) ranges.push_back({e, i0, std::min(n, i0 + block)});
+  }
+  return ranges;
+}
+
+// adamw_step: update(buffers, i0, i1) over every entry's ranges in parallel (it must not throw).
+template <class Update>
+void adamw_by_ranges(const xhal_op_call* c, Update&& update) {
+  constexpr int64_t kBlock = 1 << 14;  // elements per scheduled range (whole vectors)
+  const kernels::ListCall list = kernels::adamw_list(c);
+  std::vector<AdamWBuffers> buffers;
+  for (int64_t e = 0; e < list.entries(); ++e) buffers.push_back(AdamWBuffers::of(list, e));
+  const std::vector<EntryRange> ranges = split_entries(list, XHAL_ADAMW_STEP_PARAM, kBlock);
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < ranges.size(); ++r) update(buffers[size_t(ranges[r].entry)], ranges[r].i0, ranges[r].i1);
+}
+
+// global_grad_norm: every gradient in chunks of kNormChunk elements (split_entries), each chunk's
+// sum of squares from chunk_sum(data, i0, i1) (f32; must not throw), in parallel; the sums added in
+// chunk order in f64, so the bits do not depend on the thread count. Writes the norm and, when
+// asked for, the clip scale.
 inline constexpr int64_t kNormChunk = 1 << 16;
 
 template <class ChunkSum>
 void grad_norm_by_chunks(const xhal_op_call* c, ChunkSum&& chunk_sum) {
-  const int64_t n = c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->shape[0];
-  const int64_t chunks = (n + kNormChunk - 1) / kNormChunk;
-  std::vector<float> sums(static_cast<size_t>(chunks));
+  const kernels::ListCall list = kernels::grad_norm_list(c);
+  const std::vector<EntryRange> chunks = split_entries(list, XHAL_GLOBAL_GRAD_NORM_GRAD, kNormChunk);
+  std::vector<float> sums(chunks.size());
 #pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < chunks; ++k) sums[size_t(k)] = chunk_sum(k * kNormChunk, std::min(n, (k + 1) * kNormChunk));
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    sums[k] = chunk_sum(list.tensor(XHAL_GLOBAL_GRAD_NORM_GRAD, chunks[k].entry)->data, chunks[k].i0, chunks[k].i1);
+  }
   double total = 0.0;
   for (const float s : sums) total += s;
   const float norm = float(std::sqrt(total));

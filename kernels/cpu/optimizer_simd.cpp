@@ -1,6 +1,6 @@
 // adamw_step and global_grad_norm with SIMD (Highway, best target picked at run time), registered
 // above the reference kernels of optimizer.cpp.
-// adamw_step: the flat buffers in blocks of whole vectors, in parallel; each element's update as
+// adamw_step: the list's buffers in ranges of whole vectors, in parallel; each element's update as
 // optimizer_shared.hpp's (f32, the bias corrections in f64 once), sqrt and division in vectors.
 // global_grad_norm: the reference's chunks (optimizer_shared.hpp), each summed in four vector
 // accumulators in a fixed order: the same bits whatever the thread count.
@@ -50,20 +50,11 @@ void adamw_range(typename E::Storage* param, const typename E::Storage* grad, fl
 
 void adamw(const xhal_op_call* c) {
   const AdamWConstants k = AdamWConstants::of(c);
-  const DLTensor* master_t = c->tensors[XHAL_ADAMW_STEP_MASTER];
-  const int64_t n = c->tensors[XHAL_ADAMW_STEP_PARAM]->shape[0];
-  float* m = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG]->data);
-  float* v = static_cast<float*>(c->tensors[XHAL_ADAMW_STEP_EXP_AVG_SQ]->data);
-  float* master = master_t ? static_cast<float*>(master_t->data) : nullptr;
-  constexpr int64_t kBlock = 1 << 14;  // elements per scheduled block (whole vectors)
   with_element(c->dtype, [&]<class E>() {
     using S = typename E::Storage;
-    S* param = static_cast<S*>(c->tensors[XHAL_ADAMW_STEP_PARAM]->data);
-    const S* grad = static_cast<const S*>(c->tensors[XHAL_ADAMW_STEP_GRAD]->data);
-#pragma omp parallel for schedule(static)
-    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
-      adamw_range<E>(param, grad, m, v, master, i0, std::min(n, i0 + kBlock), k);
-    }
+    adamw_by_ranges(c, [&](const AdamWBuffers& b, int64_t i0, int64_t i1) {
+      adamw_range<E>(static_cast<S*>(b.param), static_cast<const S*>(b.grad), b.m, b.v, b.master, i0, i1, k);
+    });
   });
 }
 
@@ -91,8 +82,9 @@ float sum_squares_range(const typename E::Storage* g, int64_t i0, int64_t i1) {
 
 void grad_norm(const xhal_op_call* c) {
   with_element(c->dtype, [&]<class E>() {
-    const auto* g = static_cast<const typename E::Storage*>(c->tensors[XHAL_GLOBAL_GRAD_NORM_GRAD]->data);
-    grad_norm_by_chunks(c, [&](int64_t i0, int64_t i1) { return sum_squares_range<E>(g, i0, i1); });
+    grad_norm_by_chunks(c, [&](const void* g, int64_t i0, int64_t i1) {
+      return sum_squares_range<E>(static_cast<const typename E::Storage*>(g), i0, i1);
+    });
   });
 }
 

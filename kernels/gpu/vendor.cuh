@@ -43,6 +43,8 @@ __device__ inline void warp_sync() {
 // call (kernels that use it keep their groups in lockstep).
 __device__ inline void group_barrier(int, int) { __syncthreads(); }
 inline constexpr int kMaxGroupBarriers = 8;
+// Kernel arguments live in memory that dynamic indexing reads as it is.
+#define XHAL_GRID_CONSTANT
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -66,6 +68,8 @@ __device__ inline void group_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" : : "r"(id), "r"(threads) : "memory");
 }
 inline constexpr int kMaxGroupBarriers = 15;
+// A kernel argument indexed at run time is read in place instead of copied to local memory.
+#define XHAL_GRID_CONSTANT __grid_constant__
 #endif
 
 // Sum and max over the lanes of one warp.

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -72,6 +73,23 @@ xhal::TensorView view(const DLTensor* t, xhal::Op op, int slot) {
 std::optional<xhal::TensorView> optional_view(const DLTensor* t, xhal::Op op, int slot) {
   if (t == nullptr) return std::nullopt;
   return view(t, op, slot);
+}
+
+// A C list argument: `count` tensors (none may be NULL), or none when the array itself is NULL and
+// the argument is optional.
+std::vector<xhal::TensorView> list_views(size_t count, const DLTensor* const* list, xhal::Op op, int slot,
+                                         bool optional = false) {
+  std::vector<xhal::TensorView> views;
+  if (list == nullptr && optional) return views;
+  const std::string_view name = xhal::slot_name(op, slot);
+  if (list == nullptr) {
+    throw xhal::Error(xhal::Errc::invalid_argument,
+                      fmt::format("xhal_{}: argument '{}s': expected an array of {} tensors, got NULL",
+                                  xhal::op_name(op), name, count));
+  }
+  views.reserve(count);
+  for (size_t i = 0; i < count; ++i) views.push_back(view(list[i], xhal::op_name(op), fmt::format("{}[{}]", name, i)));
+  return views;
 }
 
 xhal::AttentionParams attention_params(const xhal_attention_params* p) {
@@ -313,36 +331,39 @@ xhal_status xhal_cross_entropy_backward(const DLTensor* logits, const DLTensor* 
   });
 }
 
-xhal_status xhal_adamw_step(const DLTensor* param, const DLTensor* grad, const DLTensor* exp_avg,
-                            const DLTensor* exp_avg_sq, const DLTensor* master, const DLTensor* lr,
-                            const DLTensor* grad_scale, const xhal_adamw_params* params, void* stream) {
+xhal_status xhal_adamw_step(size_t count, const DLTensor* const* params, const DLTensor* const* grads,
+                            const DLTensor* const* exp_avgs, const DLTensor* const* exp_avg_sqs,
+                            const DLTensor* const* masters, const DLTensor* lr, const DLTensor* grad_scale,
+                            const xhal_adamw_params* hyper, void* stream) {
   return guarded([&] {
     constexpr xhal::Op op = xhal::Op::adamw_step;
-    if (params == nullptr) {
+    if (hyper == nullptr) {
       throw xhal::Error(xhal::Errc::invalid_argument,
-                        "xhal_adamw_step: argument 'params': expected the step's hyperparameters, got NULL");
+                        "xhal_adamw_step: argument 'hyper': expected the step's hyperparameters, got NULL");
     }
-    const xhal_adamw_params& p = *params;
-    auto pv = view(param, op, XHAL_ADAMW_STEP_PARAM);
-    auto s = stream_for(pv, stream);
-    std::optional<xhal::TensorView> master_view, lr_view, scale_view;
-    if (master) master_view = view(master, op, XHAL_ADAMW_STEP_MASTER);
-    if (lr) lr_view = view(lr, op, XHAL_ADAMW_STEP_LR);
-    if (grad_scale) scale_view = view(grad_scale, op, XHAL_ADAMW_STEP_GRAD_SCALE);
-    xhal::ops::adamw_step(pv, view(grad, op, XHAL_ADAMW_STEP_GRAD), view(exp_avg, op, XHAL_ADAMW_STEP_EXP_AVG),
-                          view(exp_avg_sq, op, XHAL_ADAMW_STEP_EXP_AVG_SQ), ptr(master_view), ptr(lr_view),
-                          ptr(scale_view), {p.lr, p.beta1, p.beta2, p.eps, p.weight_decay, p.step}, ptr(s));
+    const std::vector<xhal::TensorView> p = list_views(count, params, op, XHAL_ADAMW_STEP_PARAM),
+                                        g = list_views(count, grads, op, XHAL_ADAMW_STEP_GRAD),
+                                        m = list_views(count, exp_avgs, op, XHAL_ADAMW_STEP_EXP_AVG),
+                                        v = list_views(count, exp_avg_sqs, op, XHAL_ADAMW_STEP_EXP_AVG_SQ),
+                                        w = list_views(count, masters, op, XHAL_ADAMW_STEP_MASTER, true);
+    std::vector<xhal::AdamWTensors> tensors;
+    for (size_t i = 0; i < count; ++i) tensors.push_back({p[i], g[i], m[i], v[i], w.empty() ? nullptr : &w[i]});
+    auto s = stream_for(p.empty() ? xhal::TensorView() : p[0], stream);
+    const auto lr_view = optional_view(lr, op, XHAL_ADAMW_STEP_LR);
+    const auto scale_view = optional_view(grad_scale, op, XHAL_ADAMW_STEP_GRAD_SCALE);
+    const xhal_adamw_params& h = *hyper;
+    xhal::ops::adamw_step(tensors, ptr(lr_view), ptr(scale_view),
+                          {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.step}, ptr(s));
   });
 }
 
-xhal_status xhal_global_grad_norm(const DLTensor* grad, const DLTensor* norm, const DLTensor* clip_scale,
-                                  float max_norm, void* stream) {
+xhal_status xhal_global_grad_norm(size_t count, const DLTensor* const* grads, const DLTensor* norm,
+                                  const DLTensor* clip_scale, float max_norm, void* stream) {
   return guarded([&] {
     constexpr xhal::Op op = xhal::Op::global_grad_norm;
-    auto g = view(grad, op, XHAL_GLOBAL_GRAD_NORM_GRAD);
-    auto s = stream_for(g, stream);
-    std::optional<xhal::TensorView> clip_view;
-    if (clip_scale) clip_view = view(clip_scale, op, XHAL_GLOBAL_GRAD_NORM_CLIP_SCALE);
+    const std::vector<xhal::TensorView> g = list_views(count, grads, op, XHAL_GLOBAL_GRAD_NORM_GRAD);
+    auto s = stream_for(g.empty() ? xhal::TensorView() : g[0], stream);
+    const auto clip_view = optional_view(clip_scale, op, XHAL_GLOBAL_GRAD_NORM_CLIP_SCALE);
     xhal::ops::global_grad_norm(g, view(norm, op, XHAL_GLOBAL_GRAD_NORM_NORM), ptr(clip_view), max_norm, ptr(s));
   });
 }

@@ -59,6 +59,40 @@ constexpr std::array<OpTensors, kNumOps> make_op_tensors() {
 }
 constexpr std::array<OpTensors, kNumOps> kOpTensors = make_op_tensors();
 
+struct ListRow {
+  Op op;
+  ListLayout layout;
+};
+#define XHAL_LIST_ROW(OP, first, stride) ListRow{Op(XHAL_OP_##OP), ListLayout{first, stride}},
+constexpr std::array kListRows{XHAL_OP_LISTS(XHAL_LIST_ROW)};
+#undef XHAL_LIST_ROW
+
+constexpr std::array<ListLayout, kNumOps> make_op_lists() {
+  std::array<ListLayout, kNumOps> out{};
+  for (const ListRow& row : kListRows) out[size_t(row.op)] = row.layout;
+  return out;
+}
+constexpr std::array<ListLayout, kNumOps> kOpLists = make_op_lists();
+
+// A list op's entry slots are the last `stride` of its slots.
+constexpr bool lists_well_formed() {
+  for (const ListRow& row : kListRows) {
+    const uint32_t slots = kOpTensors[size_t(row.op)].num_tensors;
+    if (row.layout.first < 0 || row.layout.stride < 1 || uint32_t(row.layout.first + row.layout.stride) != slots) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(lists_well_formed(), "op_table.h: a list op's entry slots must be its last `stride` slots");
+
+const SlotInfo* find_slot(Op op, int slot) {
+  for (const SlotInfo& s : op_slots(op)) {
+    if (s.slot == slot) return &s;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::string_view op_name(Op op) {
@@ -80,20 +114,51 @@ std::span<const SlotInfo> op_slots(Op op) {
 uint32_t op_num_tensors(Op op) { return kOpTensors[size_t(op)].num_tensors; }
 
 std::string_view slot_name(Op op, int slot) {
-  for (const SlotInfo& s : op_slots(op)) {
-    if (s.slot == slot) return s.name;
-  }
-  return "(no such tensor)";
+  const SlotInfo* s = find_slot(op, slot);
+  return s != nullptr ? s->name : "(no such tensor)";
+}
+
+ListLayout op_list(Op op) { return size_t(op) < kOpLists.size() ? kOpLists[size_t(op)] : ListLayout{}; }
+
+CallTensor call_tensor(Op op, uint32_t index) {
+  const ListLayout list = op_list(op);
+  if (!list.is_list() || int64_t(index) < list.first) return {find_slot(op, int(index)), -1};
+  const int64_t offset = int64_t(index) - list.first;
+  return {find_slot(op, list.first + int(offset % list.stride)), offset / list.stride};
+}
+
+int64_t call_entries(const xhal_op_call& call) {
+  const ListLayout list = op_list(Op(call.op));
+  if (!list.is_list() || int64_t(call.num_tensors) < list.first + list.stride) return 1;
+  return (int64_t(call.num_tensors) - list.first) / list.stride;
+}
+
+std::string call_tensor_name(const xhal_op_call& call, uint32_t index) {
+  const CallTensor t = call_tensor(Op(call.op), index);
+  const std::string_view name = t.slot != nullptr ? t.slot->name : "(no such tensor)";
+  return t.entry >= 0 && call_entries(call) > 1 ? fmt::format("{}[{}]", name, t.entry) : std::string(name);
 }
 
 std::string describe_shapes(const xhal_op_call& call) {
+  constexpr int64_t kEntriesShown = 3;  // a model's whole parameter list would drown the message
+  const ListLayout list = op_list(Op(call.op));
+  const int64_t entries = call_entries(call);
   std::vector<std::string> parts;
-  for (const SlotInfo& s : op_slots(Op(call.op))) {
-    if (uint32_t(s.slot) >= call.num_tensors || call.tensors[s.slot] == nullptr) continue;
-    const TensorView v = TensorView::from_dlpack(*call.tensors[s.slot]);
-    std::string part = fmt::format("{}[{}]", s.name, fmt::join(v.shape(), ","));
-    if (!v.is_contiguous()) part += fmt::format("/strides[{}]", fmt::join(v.strides(), ","));
-    parts.push_back(std::move(part));
+  // In signature order; a list's shared tensors with its first entry.
+  for (int64_t e = 0; e < std::min(entries, kEntriesShown); ++e) {
+    for (const SlotInfo& s : op_slots(Op(call.op))) {
+      const bool in_entry = list.is_list() && s.slot >= list.first;
+      if (e > 0 && !in_entry) continue;
+      const int64_t i = in_entry ? XHAL_LIST_SLOT(s.slot, e, list.stride) : s.slot;
+      if (i >= int64_t(call.num_tensors) || call.tensors[i] == nullptr) continue;
+      const TensorView v = TensorView::from_dlpack(*call.tensors[i]);
+      std::string part = fmt::format("{}[{}]", call_tensor_name(call, uint32_t(i)), fmt::join(v.shape(), ","));
+      if (!v.is_contiguous()) part += fmt::format("/strides[{}]", fmt::join(v.strides(), ","));
+      parts.push_back(std::move(part));
+    }
+  }
+  if (entries > kEntriesShown) {
+    parts.push_back(fmt::format("... ({} entries)", entries));
   }
   return fmt::format("{}", fmt::join(parts, " "));
 }

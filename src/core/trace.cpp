@@ -98,10 +98,10 @@ void resolve_pending(TraceFile& t, bool wait) {
 // arguments both).
 int64_t bytes_moved(const xhal_op_call& call) {
   int64_t bytes = 0;
-  for (const SlotInfo& s : op_slots(Op(call.op))) {
-    if (call.tensors[s.slot] == nullptr) continue;
-    const auto size = int64_t(TensorView::from_dlpack(*call.tensors[s.slot]).nbytes());
-    bytes += s.role == SlotRole::in_out ? 2 * size : size;
+  for (uint32_t i = 0; i < call.num_tensors; ++i) {
+    if (call.tensors[i] == nullptr) continue;
+    const auto size = int64_t(TensorView::from_dlpack(*call.tensors[i]).nbytes());
+    bytes += call_tensor(Op(call.op), i).slot->role == SlotRole::in_out ? 2 * size : size;
   }
   return bytes;
 }

@@ -1,5 +1,7 @@
 #include "ops/arg_checks.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 
@@ -11,7 +13,11 @@
 
 namespace xhal::ops {
 
-std::string_view ArgChecks::name(Arg arg) const { return arg.slot >= 0 ? slot_name(op_, arg.slot) : arg.text; }
+std::string ArgChecks::name(Arg arg) const {
+  if (arg.slot < 0) return std::string(arg.text);
+  const std::string_view slot = slot_name(op_, arg.slot);
+  return arg.entry >= 0 ? fmt::format("{}[{}]", slot, arg.entry) : std::string(slot);
+}
 
 void ArgChecks::fail(Arg arg, std::string_view expected, std::string_view got) const {
   throw Error(Errc::invalid_argument,
@@ -99,11 +105,32 @@ void ArgChecks::apart(Arg arg, const TensorView& t,
                       std::initializer_list<std::pair<Arg, const TensorView*>> others) const {
   for (const auto& [other_arg, other] : others) {
     if (other != nullptr && may_overlap(t, *other)) {
-      const std::string_view other_name = name(other_arg);
+      const std::string other_name = name(other_arg);
       fail(arg, fmt::format("memory apart from '{}'", other_name),
            fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), other_name,
                        other->nbytes(), other->data()));
     }
+  }
+}
+
+void ArgChecks::disjoint(std::vector<Extent> tensors) const {
+  std::erase_if(tensors, [](const Extent& e) { return e.view == nullptr || e.view->numel() == 0; });
+  auto begin = [](const Extent& e) { return reinterpret_cast<uintptr_t>(e.view->data()); };
+  auto end = [&](const Extent& e) { return begin(e) + e.view->nbytes(); };
+  std::sort(tensors.begin(), tensors.end(), [&](const Extent& a, const Extent& b) { return begin(a) < begin(b); });
+  // Sweeping by start address: a tensor overlaps an earlier one exactly when it starts before the
+  // furthest end so far (of any earlier tensor when it is written, of a written one when not).
+  const Extent *furthest = nullptr, *furthest_written = nullptr;
+  for (const Extent& e : tensors) {
+    const Extent* other = e.written ? furthest : furthest_written;
+    if (other != nullptr && begin(e) < end(*other)) {
+      const std::string other_name = name(other->arg);
+      fail(e.arg, fmt::format("memory apart from '{}'", other_name),
+           fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", e.view->nbytes(), e.view->data(),
+                       other_name, other->view->nbytes(), other->view->data()));
+    }
+    if (furthest == nullptr || end(e) > end(*furthest)) furthest = &e;
+    if (e.written && (furthest_written == nullptr || end(e) > end(*furthest_written))) furthest_written = &e;
   }
 }
 

@@ -2,10 +2,12 @@
 // "xhal::ops::<op>: argument '<name>': expected <...>, got <...>".
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/shape_text.hpp"
 #include "xhal/registry.hpp"
@@ -14,11 +16,14 @@
 namespace xhal::ops {
 
 // An argument in an error message: a tensor by its slot (XHAL_RMS_NORM_X: its name comes from the
-// op table) or a scalar by its name ("eps").
+// op table), a list op's entry tensor by its slot and entry ("param[3]"), or a scalar by its name
+// ("eps").
 struct Arg {
   Arg(int tensor_slot) : slot(tensor_slot) {}
+  Arg(int tensor_slot, int64_t list_entry) : slot(tensor_slot), entry(list_entry) {}
   Arg(const char* scalar_name) : text(scalar_name) {}
   int slot = -1;
+  int64_t entry = -1;
   std::string_view text;
 };
 
@@ -43,8 +48,18 @@ class ArgChecks {
   // As apart, but `t` may also be exactly `other` (an element-wise op writes it in place).
   void apart_or_in_place(Arg arg, const TensorView& t, Arg other_name, const TensorView& other) const;
 
+  // One tensor of disjoint(): absent when view is null.
+  struct Extent {
+    Arg arg;
+    const TensorView* view;
+    bool written;
+  };
+  // No written tensor of `tensors` may share a byte with any other one. The views must be
+  // contiguous (their byte ranges tell); n log n, for a list of every parameter of a model.
+  void disjoint(std::vector<Extent> tensors) const;
+
   // The argument's name as the op's signature has it.
-  std::string_view name(Arg arg) const;
+  std::string name(Arg arg) const;
 
  private:
   Op op_;
