@@ -1,7 +1,7 @@
 // rms_norm_backward and fused_add_rms_norm_backward with SIMD (Highway, best target picked at run
 // time). dweight is summed by RowBlockSums, as in the reference kernel: the same bits whatever the
-// thread count. A row is read twice, the second time from the cache: its two sums (x^2 and
-// dout weight x), then dx and the block's dweight terms, while the next row is fetched. Every
+// thread count. Rows go in pairs, each read twice, the second time from the cache: their two sums
+// (x^2 and dout weight x), then dx and the pair's dweight terms, while the next pair is fetched. Every
 // stored value is computed from the op's bf16 inputs and eps, so bf16 is rounded without a NaN
 // test (NaNs::from_bf16). Registered above the reference kernels.
 #undef HWY_TARGET_INCLUDE
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/kernel_registration.hpp"
@@ -22,66 +23,103 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-// One row: dx (and the residual's gradient) written, the row's dweight terms added to `partial`.
-// While the row is written, the next row's x and dout are fetched (next_x, next_dout; null for the
-// last): otherwise the memory would see only writes now and only reads during the next row's sums.
-// dx == dres (in place) is written once. kStream: streaming stores for dx.
-template <class E, bool kStream>
-void backward_row(const typename E::Storage* x, const typename E::Storage* dout, const float* weight, int64_t n,
-                  float eps, typename E::Storage* dx, typename E::Storage* dres, float* partial,
-                  const typename E::Storage* next_x, const typename E::Storage* next_dout) {
+// Rows in pairs share each pass over the weight and the block's dweight row: the weight is loaded
+// once per pair, and the pair's dweight terms are added in registers before one load and store of
+// the partial row. (Four rows at once ran slower: eight rows' lines 16 KiB apart compete for the
+// same L1 sets.)
+constexpr int kGroup = 2;
+
+// The rows of one group: pointers to each row's start (dres null without a residual gradient).
+template <class S>
+struct RowGroup {
+  const S* x[kGroup];
+  const S* dout[kGroup];
+  S* dx[kGroup];
+  S* dres[kGroup];
+};
+
+// R rows (R <= kGroup): dx (and the residual's gradient) written, their dweight terms added to
+// `partial`. While they are written, the next group's x and dout rows are fetched (next: null for
+// the last group): otherwise the memory would see only writes now and only reads during the next
+// group's sums. dx == dres (in place) is written once. kStream: streaming stores for dx.
+template <class E, bool kStream, int R>
+void backward_group(const RowGroup<typename E::Storage>& g, const float* weight, int64_t n, float eps, float* partial,
+                    const RowGroup<typename E::Storage>* next) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));
-  auto sumsq0 = hn::Zero(df), sumsq1 = hn::Zero(df), dot0 = hn::Zero(df), dot1 = hn::Zero(df);
+  VF sumsq[R], dot[R];
+  for (int r = 0; r < R; ++r) sumsq[r] = hn::Zero(df), dot[r] = hn::Zero(df);
   int64_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const VF x0 = load_f32<E>(x + i), x1 = load_f32<E>(x + i + lanes);
-    const VF g0 = hn::Mul(load_f32<E>(dout + i), hn::LoadU(df, weight + i));
-    const VF g1 = hn::Mul(load_f32<E>(dout + i + lanes), hn::LoadU(df, weight + i + lanes));
-    sumsq0 = hn::MulAdd(x0, x0, sumsq0), sumsq1 = hn::MulAdd(x1, x1, sumsq1);
-    dot0 = hn::MulAdd(g0, x0, dot0), dot1 = hn::MulAdd(g1, x1, dot1);
-  }
   for (; i + lanes <= n; i += lanes) {
-    const VF xv = load_f32<E>(x + i), gv = hn::Mul(load_f32<E>(dout + i), hn::LoadU(df, weight + i));
-    sumsq0 = hn::MulAdd(xv, xv, sumsq0);
-    dot0 = hn::MulAdd(gv, xv, dot0);
+    const VF w = hn::LoadU(df, weight + i);
+    for (int r = 0; r < R; ++r) {
+      const VF xv = load_f32<E>(g.x[r] + i);
+      sumsq[r] = hn::MulAdd(xv, xv, sumsq[r]);
+      dot[r] = hn::MulAdd(hn::Mul(load_f32<E>(g.dout[r] + i), w), xv, dot[r]);
+    }
   }
-  float ss = hn::GetLane(hn::SumOfLanes(df, hn::Add(sumsq0, sumsq1)));
-  float dt = hn::GetLane(hn::SumOfLanes(df, hn::Add(dot0, dot1)));
-  for (int64_t k = i; k < n; ++k) {
-    const float xv = E::load(x[k]);
-    ss += xv * xv;
-    dt += E::load(dout[k]) * weight[k] * xv;
+  float inv_rms[R], coeff[R];
+  for (int r = 0; r < R; ++r) {
+    float ss = hn::GetLane(hn::SumOfLanes(df, sumsq[r])), dt = hn::GetLane(hn::SumOfLanes(df, dot[r]));
+    for (int64_t k = i; k < n; ++k) {
+      const float xv = E::load(g.x[r][k]);
+      ss += xv * xv;
+      dt += E::load(g.dout[r][k]) * weight[k] * xv;
+    }
+    inv_rms[r] = 1.0f / std::sqrt(ss / float(n) + eps);
+    coeff[r] = inv_rms[r] * inv_rms[r] * dt / float(n);
   }
-  const float inv_rms = 1.0f / std::sqrt(ss / float(n) + eps);
-  const float coeff = inv_rms * inv_rms * dt / float(n);
-  const VF r = hn::Set(df, inv_rms), cv = hn::Set(df, coeff);
-  const bool separate = dres != nullptr && dres != dx;  // the residual's gradient in a tensor of its own
+  VF rv[R], cv[R];
+  for (int r = 0; r < R; ++r) rv[r] = hn::Set(df, inv_rms[r]), cv[r] = hn::Set(df, coeff[r]);
+  const bool has_res = g.dres[0] != nullptr;
+  const bool separate = has_res && g.dres[0] != g.dx[0];  // the residual's gradient in a tensor of its own
   constexpr int64_t kLine = 64 / int64_t(sizeof(typename E::Storage));
-  const auto one = [&](int64_t k) {
-    const VF xv = load_f32<E>(x + k), dv = load_f32<E>(dout + k);
-    hn::StoreU(hn::MulAdd(hn::Mul(dv, xv), r, hn::LoadU(df, partial + k)), df, partial + k);
-    VF d = hn::Mul(r, hn::NegMulAdd(xv, cv, hn::Mul(dv, hn::LoadU(df, weight + k))));
-    if (dres != nullptr) d = hn::Add(d, load_f32<E>(dres + k));
-    if (separate) store_f32<E, false, NaNs::from_bf16>(d, dres + k);
-    store_f32<E, kStream, NaNs::from_bf16>(d, dx + k);
+  // kVectors vectors from column k: two make a whole cache line of 16-bit elements on AVX-512, read
+  // before any of it is written and written at once (a streamed line leaves its write-combining
+  // buffer whole; a half line read back after a streamed half would wait for it).
+  const auto step = [&](int64_t k, auto vectors) {
+    constexpr int kVectors = decltype(vectors)::value;
+    VF w[kVectors], terms[kVectors];
+    for (int u = 0; u < kVectors; ++u) w[u] = hn::LoadU(df, weight + k + u * lanes), terms[u] = hn::Zero(df);
+    for (int r = 0; r < R; ++r) {
+      VF xv[kVectors], dv[kVectors], res[kVectors];
+      for (int u = 0; u < kVectors; ++u) {
+        xv[u] = load_f32<E>(g.x[r] + k + u * lanes), dv[u] = load_f32<E>(g.dout[r] + k + u * lanes);
+        res[u] = has_res ? load_f32<E>(g.dres[r] + k + u * lanes) : hn::Zero(df);
+      }
+      for (int u = 0; u < kVectors; ++u) {
+        terms[u] = hn::MulAdd(hn::Mul(dv[u], xv[u]), rv[r], terms[u]);
+        VF d = hn::Mul(rv[r], hn::NegMulAdd(xv[u], cv[r], hn::Mul(dv[u], w[u])));
+        if (has_res) d = hn::Add(d, res[u]);
+        if (separate) store_f32<E, false, NaNs::from_bf16>(d, g.dres[r] + k + u * lanes);
+        store_f32<E, kStream, NaNs::from_bf16>(d, g.dx[r] + k + u * lanes);
+      }
+    }
+    for (int u = 0; u < kVectors; ++u) {
+      hn::StoreU(hn::Add(hn::LoadU(df, partial + k + u * lanes), terms[u]), df, partial + k + u * lanes);
+    }
   };
   i = 0;
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    if (next_x != nullptr && i % kLine == 0) hwy::Prefetch(next_x + i), hwy::Prefetch(next_dout + i);
-    one(i);
-    one(i + lanes);
-  }
-  for (; i + lanes <= n; i += lanes) one(i);
-  for (; i < n; ++i) {
-    const float xv = E::load(x[i]), dv = E::load(dout[i]);
-    partial[i] += dv * xv * inv_rms;
-    float d = inv_rms * (dv * weight[i] - xv * coeff);
-    if (dres != nullptr) {
-      d += E::load(dres[i]);
-      dres[i] = E::store(d);
+    if (next != nullptr && i % kLine == 0) {
+      for (int r = 0; r < kGroup; ++r) hwy::Prefetch(next->x[r] + i), hwy::Prefetch(next->dout[r] + i);
     }
-    dx[i] = E::store(d);
+    step(i, std::integral_constant<int, 2>());
+  }
+  for (; i + lanes <= n; i += lanes) step(i, std::integral_constant<int, 1>());
+  for (; i < n; ++i) {
+    float terms = 0.0f;
+    for (int r = 0; r < R; ++r) {
+      const float xv = E::load(g.x[r][i]), dv = E::load(g.dout[r][i]);
+      terms += dv * xv * inv_rms[r];
+      float d = inv_rms[r] * (dv * weight[i] - xv * coeff[r]);
+      if (has_res) {
+        d += E::load(g.dres[r][i]);
+        g.dres[r][i] = E::store(d);
+      }
+      g.dx[r][i] = E::store(d);
+    }
+    partial[i] += terms;
   }
 }
 
@@ -103,18 +141,30 @@ bool backward_rows_typed(const xhal_op_call* c) {
   // Streaming stores for dx when it is large and the residual's gradient, if any, is dx itself.
   const DLTensor* dx_tensor = c->tensors[XHAL_RMS_NORM_BACKWARD_DX];
   const bool stream = should_stream<E>(dx_tensor) && (!dresidual || dresidual.data == dx.data);
-  const auto row_fn = stream ? backward_row<E, true> : backward_row<E, false>;
+  const auto group_fn = stream ? backward_group<E, true, kGroup> : backward_group<E, false, kGroup>;
+  const auto row_fn = stream ? backward_group<E, true, 1> : backward_group<E, false, 1>;
+  // The group of rows from `row` on (rows past `end` repeat the last one, never touched).
+  auto group_at = [&](int64_t row, int64_t end) {
+    RowGroup<S> g;
+    for (int r = 0; r < kGroup; ++r) {
+      const int64_t at = std::min(row + r, end - 1);
+      g.x[r] = x.row(at), g.dout[r] = dout.row(at), g.dx[r] = dx.row(at);
+      g.dres[r] = dresidual ? dresidual.row(at) : nullptr;
+    }
+    return g;
+  };
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < sums.blocks(); ++b) {
       float* partial = sums.start(b);
       const int64_t end = sums.end_row(b);
-      for (int64_t row = sums.first_row(b); row < end; ++row) {
-        const bool last = row + 1 == end;
-        row_fn(x.row(row), dout.row(row), weight.data(), n, eps, dx.row(row), dresidual ? dresidual.row(row) : nullptr,
-               partial, last ? nullptr : x.row(row + 1), last ? nullptr : dout.row(row + 1));
+      int64_t row = sums.first_row(b);
+      for (; row + kGroup <= end; row += kGroup) {
+        const RowGroup<S> group = group_at(row, end), next = group_at(row + kGroup, end);
+        group_fn(group, weight.data(), n, eps, partial, row + kGroup < end ? &next : nullptr);
       }
+      for (; row < end; ++row) row_fn(group_at(row, end), weight.data(), n, eps, partial, nullptr);
     }
     stream_fence();
     sums.add_into<E>(dweight.data, dweight.stride(0));
