@@ -13,12 +13,12 @@ template <class E>
 struct AdamWKernel {
   using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    const AdamWConstants k = AdamWConstants::of(c);
+    const kernels::AdamWUpdate k = adamw_update_of(c);
     adamw_by_ranges(c, [&](const AdamWBuffers& b, int64_t i0, int64_t i1) {
       S* param = static_cast<S*>(b.param);
       const S* grad = static_cast<const S*>(b.grad);
       for (int64_t i = i0; i < i1; ++i) {
-        const float w = k.update(E::load(grad[i]), b.master ? b.master[i] : E::load(param[i]), b.m[i], b.v[i]);
+        const float w = k(E::load(grad[i]), b.master ? b.master[i] : E::load(param[i]), b.m[i], b.v[i]);
         if (b.master) b.master[i] = w;
         param[i] = E::store(w);
       }

@@ -1,7 +1,6 @@
-// What the CPU's reference and SIMD optimizer kernels share: AdamW's update of one element with
-// its per-call constants, m = β1 m + (1 − β1) g, v = β2 v + (1 − β2) g², w = w (1 − lr·wd) −
-// step_size · m / (√v / √(1 − β2^t) + eps) with step_size = lr / (1 − β1^t) and g the gradient times
-// its scale; the split of a list's entries into blocks run in parallel; global_grad_norm's chunks.
+// What the CPU's reference and SIMD optimizer kernels share: AdamW's per-call constants (the update
+// itself is kernels::AdamWUpdate, shared with the GPU); the split of a list's entries into ranges
+// run in parallel; global_grad_norm's chunks.
 #pragma once
 
 #include <algorithm>
@@ -12,34 +11,22 @@
 
 namespace xhal::cpu {
 
-struct AdamWConstants {
-  float beta1, beta2, eps, scale, step_size, inv_sqrt_bc2, decay;
-
-  // From the call: the learning rate and gradient scale from their device scalars when given (host
-  // memory on the CPU); the bias corrections in f64 (β^t underflows gracefully to 0 late).
-  static AdamWConstants of(const xhal_op_call* c) {
-    const auto& p = kernels::op_params<xhal_adamw_op_params>(c);
-    const DLTensor* lr_t = c->tensors[XHAL_ADAMW_STEP_LR];
-    const DLTensor* scale_t = c->tensors[XHAL_ADAMW_STEP_GRAD_SCALE];
-    const float lr = lr_t ? *static_cast<const float*>(lr_t->data) : p.lr;
-    return {p.beta1,
-            p.beta2,
-            p.eps,
-            scale_t ? *static_cast<const float*>(scale_t->data) : 1.0f,
-            float(double(lr) / (1.0 - std::pow(double(p.beta1), double(p.step)))),
-            float(1.0 / std::sqrt(1.0 - std::pow(double(p.beta2), double(p.step)))),
-            1.0f - lr * p.weight_decay};
-  }
-
-  // One element: the gradient g (unscaled) and the weight w (master or parameter) in, m and v
-  // updated in place; returns the new weight.
-  float update(float g, float w, float& m, float& v) const {
-    g *= scale;
-    m = beta1 * m + (1.0f - beta1) * g;
-    v = beta2 * v + (1.0f - beta2) * g * g;
-    return w * decay - step_size * m / (std::sqrt(v) * inv_sqrt_bc2 + eps);
-  }
-};
+// kernels::AdamWUpdate from the call: the learning rate and gradient scale from their device
+// scalars when given (host memory on the CPU); the bias corrections in f64 (β^t underflows
+// gracefully to 0 late).
+inline kernels::AdamWUpdate adamw_update_of(const xhal_op_call* c) {
+  const auto& p = kernels::op_params<xhal_adamw_op_params>(c);
+  const DLTensor* lr_t = c->tensors[XHAL_ADAMW_STEP_LR];
+  const DLTensor* scale_t = c->tensors[XHAL_ADAMW_STEP_GRAD_SCALE];
+  const float lr = lr_t ? *static_cast<const float*>(lr_t->data) : p.lr;
+  return {p.beta1,
+          p.beta2,
+          p.eps,
+          scale_t ? *static_cast<const float*>(scale_t->data) : 1.0f,
+          float(double(lr) / (1.0 - std::pow(double(p.beta1), double(p.step)))),
+          float(1.0 / std::sqrt(1.0 - std::pow(double(p.beta2), double(p.step)))),
+          1.0f - lr * p.weight_decay};
+}
 
 // One entry of adamw_step's list; master is null when the call has none.
 struct AdamWBuffers {

@@ -1,7 +1,7 @@
 // adamw_step and global_grad_norm with SIMD (Highway, best target picked at run time), registered
 // above the reference kernels of optimizer.cpp.
 // adamw_step: the list's buffers in ranges of whole vectors, in parallel; each element's update as
-// optimizer_shared.hpp's (f32, the bias corrections in f64 once), sqrt and division in vectors.
+// kernels::AdamWUpdate's (f32, the bias corrections in f64 once), sqrt and division in vectors.
 // global_grad_norm: the reference's chunks (optimizer_shared.hpp), each summed in four vector
 // accumulators in a fixed order: the same bits whatever the thread count.
 #undef HWY_TARGET_INCLUDE
@@ -23,7 +23,7 @@ namespace xhal::cpu::HWY_NAMESPACE {
 // Elements [i0, i1) of the buffers; master may be null (the parameter is then the weight).
 template <class E>
 void adamw_range(typename E::Storage* param, const typename E::Storage* grad, float* m, float* v, float* master,
-                 int64_t i0, int64_t i1, const AdamWConstants& k) {
+                 int64_t i0, int64_t i1, const kernels::AdamWUpdate& k) {
   const DF df;
   const int64_t lanes = int64_t(hn::Lanes(df));
   const auto b1 = hn::Set(df, k.beta1), b2 = hn::Set(df, k.beta2), one_b1 = hn::Set(df, 1.0f - k.beta1);
@@ -42,14 +42,14 @@ void adamw_range(typename E::Storage* param, const typename E::Storage* grad, fl
     store_f32<E>(w, param + i);
   }
   for (; i < i1; ++i) {
-    const float w = k.update(E::load(grad[i]), master != nullptr ? master[i] : E::load(param[i]), m[i], v[i]);
+    const float w = k(E::load(grad[i]), master != nullptr ? master[i] : E::load(param[i]), m[i], v[i]);
     if (master != nullptr) master[i] = w;
     param[i] = E::store(w);
   }
 }
 
 void adamw(const xhal_op_call* c) {
-  const AdamWConstants k = AdamWConstants::of(c);
+  const kernels::AdamWUpdate k = adamw_update_of(c);
   with_element(c->dtype, [&]<class E>() {
     using S = typename E::Storage;
     adamw_by_ranges(c, [&](const AdamWBuffers& b, int64_t i0, int64_t i1) {

@@ -40,23 +40,12 @@ struct alignas(4 * sizeof(T)) Four {
   T v[4];
 };
 
-struct AdamWStep {
-  float beta1, beta2, eps, scale, step_size, decay, inv_sqrt_bc2;
-
-  __device__ float operator()(float g, float w, float& m, float& v) const {
-    g *= scale;
-    m = beta1 * m + (1.0f - beta1) * g;
-    v = beta2 * v + (1.0f - beta2) * g * g;
-    return w * decay - step_size * m / (sqrtf(v) * inv_sqrt_bc2 + eps);
-  }
-};
-
 template <class E>
 __global__ void __launch_bounds__(kAdamWThreads) adamw_kernel(const XHAL_GRID_CONSTANT AdamWArgs a) {
   using T = typename E::T;
   const float lr = a.lr ? *a.lr : a.host_lr;
-  const AdamWStep step{a.beta1, a.beta2,          a.eps, a.grad_scale ? *a.grad_scale : 1.0f, lr * a.inv_bc1,
-                       1.0f - lr * a.weight_decay, a.inv_sqrt_bc2};
+  const kernels::AdamWUpdate step{a.beta1,         a.beta2,         a.eps, a.grad_scale ? *a.grad_scale : 1.0f,
+                                  lr * a.inv_bc1, a.inv_sqrt_bc2, 1.0f - lr * a.weight_decay};
   const int place = a.batch.place_of(blockIdx.x);
   const AdamWEntry& e = a.entry[place];
   const int64_t i0 = (int64_t(blockIdx.x) - a.batch.first_chunk[place]) * kAdamWChunk;
