@@ -62,7 +62,25 @@ struct Chunk {
     else
       *p = v.v[0];
   }
-  __device__ float get(int k) const { return E::load(v.v[k]); }
+  // Element k as f32. bf16 widens by a shift or a mask of the 32-bit word holding it (the same
+  // value as E::load, without extracting the 16-bit half first).
+  __device__ float get(int k) const {
+    if constexpr (VEC > 1 && E::kDType == XHAL_DTYPE_BF16) {
+      const uint32_t word = reinterpret_cast<const uint32_t*>(&v.raw)[k / 2];
+      return __uint_as_float(k % 2 == 0 ? word << 16 : word & 0xFFFF0000u);
+    } else {
+      return E::load(v.v[k]);
+    }
+  }
+  // Sets the elements from f32 values, rounded to nearest even: bf16 two to a conversion where the
+  // vendor has one (the same bits as E::store each).
+  __device__ void set(const float (&f)[VEC]) {
+    if constexpr (VEC > 1 && E::kDType == XHAL_DTYPE_BF16) {
+      for (int j = 0; j < VEC / 2; ++j) floats_to_bf16_pair(f[2 * j], f[2 * j + 1], &v.v[2 * j]);
+    } else {
+      for (int k = 0; k < VEC; ++k) v.v[k] = E::store(f[k]);
+    }
+  }
 };
 
 }  // namespace xhal::gpu

@@ -109,13 +109,14 @@ __global__ void __launch_bounds__(kRowsBlock, VPL >= 4 ? 1 : 2)
       Chunk<E, VEC> w, r, o;
       w.load(weight + c * VEC);
       if constexpr (kFused) r.load(rr + c * VEC);
+      float d[VEC];
       for (int k = 0; k < VEC; ++k) {
         const float xv = xs[i].get(k), dv = ds[i].get(k);
-        float d = inv_rms * (dv * w.get(k) - xv * coeff);
-        if constexpr (kFused) d += r.get(k);  // the gradient arriving on the residual stream
-        o.v.v[k] = E::store(d);
+        d[k] = inv_rms * (dv * w.get(k) - xv * coeff);
+        if constexpr (kFused) d[k] += r.get(k);  // the gradient arriving on the residual stream
         dw[i][k] += dv * xv * inv_rms;
       }
+      o.set(d);
       if constexpr (kFused) o.store(rr + c * VEC);
       if (!kFused || !a.dx_is_dres) o.store(dxr + c * VEC);
     }

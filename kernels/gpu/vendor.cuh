@@ -26,6 +26,10 @@ using bf16_t = hip_bfloat16;
 __device__ inline float bf16_to_float(bf16_t v) { return float(v); }
 __device__ inline bf16_t float_to_bf16(float v) { return hip_bfloat16::round_to_bfloat16(v); }
 #endif
+__device__ inline void floats_to_bf16_pair(float a, float b, bf16_t* out) {
+  out[0] = float_to_bf16(a);
+  out[1] = float_to_bf16(b);
+}
 
 inline constexpr int kWarpSize = 64;  // a wavefront
 // Dynamic shared memory one block may use: the LDS of a workgroup on CDNA (gfx906 to gfx940).
@@ -54,6 +58,10 @@ using f16_t = __half;
 using vec16_t = uint4;
 __device__ inline float bf16_to_float(bf16_t v) { return __bfloat162float(v); }
 __device__ inline bf16_t float_to_bf16(float v) { return __float2bfloat16_rn(v); }
+// out[0], out[1] = a, b rounded in one conversion (out 4-byte aligned).
+__device__ inline void floats_to_bf16_pair(float a, float b, bf16_t* out) {
+  *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(a, b);
+}
 
 inline constexpr int kWarpSize = 32;
 // Dynamic shared memory one block may use once opted in (sm_80 and later allow more).
