@@ -2,7 +2,6 @@
 // (op, dtype), filled the same way everywhere.
 #pragma once
 
-#include <cmath>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdio>
@@ -57,38 +56,6 @@ struct ListCall {
   const DLTensor* tensor(int slot, int64_t entry) const { return call->tensors[XHAL_LIST_SLOT(slot, entry, stride)]; }
   // The entry's rank-1 length (its tensor of `slot`).
   int64_t length(int slot, int64_t entry) const { return tensor(slot, entry)->shape[0]; }
-};
-
-inline ListCall adamw_list(const xhal_op_call* c) {
-  return {c, XHAL_ADAMW_STEP_LIST_FIRST, XHAL_ADAMW_STEP_LIST_STRIDE};
-}
-inline ListCall grad_norm_list(const xhal_op_call* c) {
-  return {c, XHAL_GLOBAL_GRAD_NORM_LIST_FIRST, XHAL_GLOBAL_GRAD_NORM_LIST_STRIDE};
-}
-
-// global_grad_norm's clip scale: min(1, max_norm / (norm + 1e-6)), 1 when max_norm <= 0, NaN for a
-// NaN norm (an update with it shows, instead of running unclipped). Shared by host and device code.
-XHAL_HOST_DEVICE inline float clip_scale(float norm, float max_norm) {
-  if (!(max_norm > 0)) return 1.0f;
-  const float ratio = max_norm / (norm + 1e-6f);
-  return ratio < 1.0f || ratio != ratio ? ratio : 1.0f;
-}
-
-// AdamW's update of one element (torch.optim.AdamW) with the call's constants: m = β1 m + (1 − β1) g,
-// v = β2 v + (1 − β2) g², w = w·decay − step_size · m / (√v · inv_sqrt_bc2 + eps), g the gradient
-// times `scale`; decay = 1 − lr·weight_decay, step_size = lr / (1 − β1^t), inv_sqrt_bc2 =
-// 1 / √(1 − β2^t). Shared by host and device code, so every backend updates alike.
-struct AdamWUpdate {
-  float beta1, beta2, eps, scale, step_size, inv_sqrt_bc2, decay;
-
-  // The gradient g (unscaled) and the weight w (master or parameter) in, m and v updated in
-  // place; returns the new weight.
-  XHAL_HOST_DEVICE float operator()(float g, float w, float& m, float& v) const {
-    g *= scale;
-    m = beta1 * m + (1.0f - beta1) * g;
-    v = beta2 * v + (1.0f - beta2) * g * g;
-    return w * decay - step_size * m / (sqrtf(v) * inv_sqrt_bc2 + eps);
-  }
 };
 
 // Whether the caller asked for bitwise-reproducible results (XHAL_CALL_DETERMINISTIC).

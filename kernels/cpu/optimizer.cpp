@@ -14,7 +14,7 @@ struct AdamWKernel {
   using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
     const kernels::AdamWUpdate k = adamw_update_of(c);
-    adamw_by_ranges(c, [&](const AdamWBuffers& b, int64_t i0, int64_t i1) {
+    adamw_by_ranges(c, [&](const kernels::AdamWBuffers& b, int64_t i0, int64_t i1) {
       S* param = static_cast<S*>(b.param);
       const S* grad = static_cast<const S*>(b.grad);
       for (int64_t i = i0; i < i1; ++i) {

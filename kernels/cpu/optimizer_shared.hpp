@@ -1,6 +1,6 @@
-// What the CPU's reference and SIMD optimizer kernels share: AdamW's per-call constants (the update
-// itself is kernels::AdamWUpdate, shared with the GPU); the split of a list's entries into ranges
-// run in parallel; global_grad_norm's chunks.
+// What the CPU's reference and SIMD optimizer kernels share (the math itself is
+// kernels/optimizer_math.hpp's, shared with the GPU): AdamW's constants from the call, the split of
+// a list's entries into ranges run in parallel, global_grad_norm's chunks.
 #pragma once
 
 #include <algorithm>
@@ -8,40 +8,20 @@
 #include <vector>
 
 #include "kernel_registration.hpp"
+#include "kernels/optimizer_math.hpp"
 
 namespace xhal::cpu {
 
 // kernels::AdamWUpdate from the call: the learning rate and gradient scale from their device
-// scalars when given (host memory on the CPU); the bias corrections in f64 (β^t underflows
-// gracefully to 0 late).
+// scalars when given (host memory on the CPU).
 inline kernels::AdamWUpdate adamw_update_of(const xhal_op_call* c) {
   const auto& p = kernels::op_params<xhal_adamw_op_params>(c);
-  const DLTensor* lr_t = c->tensors[XHAL_ADAMW_STEP_LR];
-  const DLTensor* scale_t = c->tensors[XHAL_ADAMW_STEP_GRAD_SCALE];
-  const float lr = lr_t ? *static_cast<const float*>(lr_t->data) : p.lr;
-  return {p.beta1,
-          p.beta2,
-          p.eps,
-          scale_t ? *static_cast<const float*>(scale_t->data) : 1.0f,
-          float(double(lr) / (1.0 - std::pow(double(p.beta1), double(p.step)))),
-          float(1.0 / std::sqrt(1.0 - std::pow(double(p.beta2), double(p.step)))),
-          1.0f - lr * p.weight_decay};
+  const DLTensor* lr = c->tensors[XHAL_ADAMW_STEP_LR];
+  const DLTensor* scale = c->tensors[XHAL_ADAMW_STEP_GRAD_SCALE];
+  return kernels::AdamWUpdate::of(p, kernels::AdamWBiasCorrections::of(p),
+                                  lr ? *static_cast<const float*>(lr->data) : p.lr,
+                                  scale ? *static_cast<const float*>(scale->data) : 1.0f);
 }
-
-// One entry of adamw_step's list; master is null when the call has none.
-struct AdamWBuffers {
-  void* param;
-  const void* grad;
-  float *m, *v, *master;
-
-  static AdamWBuffers of(const kernels::ListCall& list, int64_t i) {
-    const DLTensor* master = list.tensor(XHAL_ADAMW_STEP_MASTER, i);
-    return {list.tensor(XHAL_ADAMW_STEP_PARAM, i)->data, list.tensor(XHAL_ADAMW_STEP_GRAD, i)->data,
-            static_cast<float*>(list.tensor(XHAL_ADAMW_STEP_EXP_AVG, i)->data),
-            static_cast<float*>(list.tensor(XHAL_ADAMW_STEP_EXP_AVG_SQ, i)->data),
-            master ? static_cast<float*>(master->data) : nullptr};
-  }
-};
 
 // Elements [i0, i1) of a list entry.
 struct EntryRange {
@@ -64,8 +44,8 @@ template <class Update>
 void adamw_by_ranges(const xhal_op_call* c, Update&& update) {
   constexpr int64_t kBlock = 1 << 14;  // elements per scheduled range (whole vectors)
   const kernels::ListCall list = kernels::adamw_list(c);
-  std::vector<AdamWBuffers> buffers;
-  for (int64_t e = 0; e < list.entries(); ++e) buffers.push_back(AdamWBuffers::of(list, e));
+  std::vector<kernels::AdamWBuffers> buffers;
+  for (int64_t e = 0; e < list.entries(); ++e) buffers.push_back(kernels::AdamWBuffers::of(list, e));
   const std::vector<EntryRange> ranges = split_entries(list, XHAL_ADAMW_STEP_PARAM, kBlock);
 #pragma omp parallel for schedule(static)
   for (size_t r = 0; r < ranges.size(); ++r) update(buffers[size_t(ranges[r].entry)], ranges[r].i0, ranges[r].i1);

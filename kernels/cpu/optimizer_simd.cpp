@@ -52,7 +52,7 @@ void adamw(const xhal_op_call* c) {
   const kernels::AdamWUpdate k = adamw_update_of(c);
   with_element(c->dtype, [&]<class E>() {
     using S = typename E::Storage;
-    adamw_by_ranges(c, [&](const AdamWBuffers& b, int64_t i0, int64_t i1) {
+    adamw_by_ranges(c, [&](const kernels::AdamWBuffers& b, int64_t i0, int64_t i1) {
       adamw_range<E>(static_cast<S*>(b.param), static_cast<const S*>(b.grad), b.m, b.v, b.master, i0, i1, k);
     });
   });

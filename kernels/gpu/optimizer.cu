@@ -4,9 +4,9 @@
 // scalars when an entry's buffers are not aligned. global_grad_norm: each block writes its chunk's
 // sum of squares (16-byte loads, four in flight a thread); one block then adds the partial sums in
 // chunk order (deterministic on a device) and writes the norm and the clip scale.
-#include <cmath>
 #include <initializer_list>
 
+#include "kernels/optimizer_math.hpp"
 #include "launch.cuh"
 #include "tensor_list.cuh"
 
@@ -17,20 +17,17 @@ constexpr int kAdamWEntries = 32;  // 64 bytes of parameters each
 constexpr int kAdamWThreads = 256;
 constexpr int64_t kAdamWChunk = int64_t(kAdamWThreads) * 4 * 32;  // 32 groups of four a thread
 
-struct AdamWEntry {
-  void* param;
-  const void* grad;
-  float *m, *v, *master;
+struct AdamWEntry : kernels::AdamWBuffers {
   int64_t n;
-  bool vectorized;  // every buffer 16-byte aligned (8 for 16-bit ones)
+  bool vectorized;  // every buffer aligned to four of its elements
 };
 
 struct AdamWArgs {
   AdamWEntry entry[kAdamWEntries];
   ListBatch<kAdamWEntries> batch;
   const float *lr, *grad_scale;  // device scalars, or null
-  float host_lr, beta1, beta2, eps, weight_decay;
-  float inv_bc1, inv_sqrt_bc2;  // 1 / (1 - beta1^step), 1 / sqrt(1 - beta2^step)
+  xhal_adamw_op_params params;
+  kernels::AdamWBiasCorrections corrections;
 };
 static_assert(sizeof(AdamWArgs) <= 4096, "kernel parameters are limited to 4 KB");
 
@@ -43,9 +40,8 @@ struct alignas(4 * sizeof(T)) Four {
 template <class E>
 __global__ void __launch_bounds__(kAdamWThreads) adamw_kernel(const XHAL_GRID_CONSTANT AdamWArgs a) {
   using T = typename E::T;
-  const float lr = a.lr ? *a.lr : a.host_lr;
-  const kernels::AdamWUpdate step{a.beta1,         a.beta2,         a.eps, a.grad_scale ? *a.grad_scale : 1.0f,
-                                  lr * a.inv_bc1, a.inv_sqrt_bc2, 1.0f - lr * a.weight_decay};
+  const auto step = kernels::AdamWUpdate::of(a.params, a.corrections, a.lr ? *a.lr : a.params.lr,
+                                             a.grad_scale ? *a.grad_scale : 1.0f);
   const int place = a.batch.place_of(blockIdx.x);
   const AdamWEntry& e = a.entry[place];
   const int64_t i0 = (int64_t(blockIdx.x) - a.batch.first_chunk[place]) * kAdamWChunk;
@@ -91,16 +87,14 @@ __global__ void __launch_bounds__(kAdamWThreads) adamw_kernel(const XHAL_GRID_CO
 template <class E>
 struct AdamWKernel {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const auto& p = kernels::op_params<xhal_adamw_op_params>(c);
     const kernels::ListCall list = kernels::adamw_list(c);
     AdamWArgs a{};
     const DLTensor* lr = c->tensors[XHAL_ADAMW_STEP_LR];
     const DLTensor* scale = c->tensors[XHAL_ADAMW_STEP_GRAD_SCALE];
     a.lr = lr ? static_cast<const float*>(lr->data) : nullptr;
     a.grad_scale = scale ? static_cast<const float*>(scale->data) : nullptr;
-    a.host_lr = p.lr, a.beta1 = p.beta1, a.beta2 = p.beta2, a.eps = p.eps, a.weight_decay = p.weight_decay;
-    a.inv_bc1 = float(1.0 / (1.0 - std::pow(double(p.beta1), double(p.step))));
-    a.inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(double(p.beta2), double(p.step))));
+    a.params = kernels::op_params<xhal_adamw_op_params>(c);
+    a.corrections = kernels::AdamWBiasCorrections::of(a.params);
     auto stream = static_cast<gpuStream_t>(c->stream);
     return for_each_list_batch<kAdamWEntries>(
         list.entries(), kAdamWChunk, [&](int64_t i) { return list.length(XHAL_ADAMW_STEP_PARAM, i); },
@@ -108,13 +102,8 @@ struct AdamWKernel {
           a.batch = batch;
           for (int j = 0; j < batch.count; ++j) {
             const int64_t i = batch.entry[j];
-            const DLTensor* master = list.tensor(XHAL_ADAMW_STEP_MASTER, i);
             AdamWEntry& e = a.entry[j];
-            e.param = list.tensor(XHAL_ADAMW_STEP_PARAM, i)->data;
-            e.grad = list.tensor(XHAL_ADAMW_STEP_GRAD, i)->data;
-            e.m = static_cast<float*>(list.tensor(XHAL_ADAMW_STEP_EXP_AVG, i)->data);
-            e.v = static_cast<float*>(list.tensor(XHAL_ADAMW_STEP_EXP_AVG_SQ, i)->data);
-            e.master = master ? static_cast<float*>(master->data) : nullptr;
+            static_cast<kernels::AdamWBuffers&>(e) = kernels::AdamWBuffers::of(list, i);
             e.n = list.length(XHAL_ADAMW_STEP_PARAM, i);
             // Four elements are 16 bytes of f32 state and 4 * sizeof(T) of param and grad.
             e.vectorized = reinterpret_cast<uintptr_t>(e.param) % (4 * sizeof(typename E::T)) == 0 &&

@@ -101,15 +101,17 @@ void ArgChecks::same_device(Arg arg, const TensorView& t, Device expected, Arg e
   }
 }
 
+void ArgChecks::fail_overlap(Arg arg, const TensorView& t, Arg other_arg, const TensorView& other) const {
+  const std::string other_name = name(other_arg);
+  fail(arg, fmt::format("memory apart from '{}'", other_name),
+       fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), other_name,
+                   other.nbytes(), other.data()));
+}
+
 void ArgChecks::apart(Arg arg, const TensorView& t,
                       std::initializer_list<std::pair<Arg, const TensorView*>> others) const {
   for (const auto& [other_arg, other] : others) {
-    if (other != nullptr && may_overlap(t, *other)) {
-      const std::string other_name = name(other_arg);
-      fail(arg, fmt::format("memory apart from '{}'", other_name),
-           fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), other_name,
-                       other->nbytes(), other->data()));
-    }
+    if (other != nullptr && may_overlap(t, *other)) fail_overlap(arg, t, other_arg, *other);
   }
 }
 
@@ -123,12 +125,7 @@ void ArgChecks::disjoint(std::vector<Extent> tensors) const {
   const Extent *furthest = nullptr, *furthest_written = nullptr;
   for (const Extent& e : tensors) {
     const Extent* other = e.written ? furthest : furthest_written;
-    if (other != nullptr && begin(e) < end(*other)) {
-      const std::string other_name = name(other->arg);
-      fail(e.arg, fmt::format("memory apart from '{}'", other_name),
-           fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", e.view->nbytes(), e.view->data(),
-                       other_name, other->view->nbytes(), other->view->data()));
-    }
+    if (other != nullptr && begin(e) < end(*other)) fail_overlap(e.arg, *e.view, other->arg, *other->view);
     if (furthest == nullptr || end(e) > end(*furthest)) furthest = &e;
     if (e.written && (furthest_written == nullptr || end(e) > end(*furthest_written))) furthest_written = &e;
   }

@@ -62,6 +62,9 @@ class ArgChecks {
   std::string name(Arg arg) const;
 
  private:
+  // `arg` shares memory with `other_arg`: the error naming both, with their extents.
+  [[noreturn]] void fail_overlap(Arg arg, const TensorView& t, Arg other_arg, const TensorView& other) const;
+
   Op op_;
 };
 
