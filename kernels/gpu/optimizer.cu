@@ -186,9 +186,9 @@ struct GradNormKernel {
     int64_t chunks = 0;
     for (int64_t i = 0; i < list.entries(); ++i) chunks += (length(i) + kNormChunk - 1) / kNormChunk;
     void* scratch = nullptr;
-    if (const xhal_status s = c->host->scratch_alloc(c->host->ctx, c->device,
-                                                     size_t(std::max<int64_t>(chunks, 1)) * sizeof(float), c->stream,
-                                                     &scratch, msg, len);
+    if (const xhal_status s =
+            c->host->scratch_alloc(c->host->ctx, c->device, size_t(std::max<int64_t>(chunks, 1)) * sizeof(float),
+                                   c->stream, &scratch, msg, len);
         s != XHAL_OK) {
       return s;  // the allocator's message names the request
     }

@@ -104,8 +104,8 @@ void ArgChecks::same_device(Arg arg, const TensorView& t, Device expected, Arg e
 void ArgChecks::fail_overlap(Arg arg, const TensorView& t, Arg other_arg, const TensorView& other) const {
   const std::string other_name = name(other_arg);
   fail(arg, fmt::format("memory apart from '{}'", other_name),
-       fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), other_name,
-                   other.nbytes(), other.data()));
+       fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), other_name, other.nbytes(),
+                   other.data()));
 }
 
 void ArgChecks::apart(Arg arg, const TensorView& t,

@@ -116,7 +116,9 @@ void global_grad_norm(const std::vector<TensorView>& grads, const TensorView& no
   const ArgChecks check(Op::global_grad_norm);
   check_not_empty(check, "grads", grads.size());
   const bool listed = grads.size() > 1;
-  auto arg = [&](size_t i) { return listed ? Arg(XHAL_GLOBAL_GRAD_NORM_GRAD, int64_t(i)) : Arg(XHAL_GLOBAL_GRAD_NORM_GRAD); };
+  auto arg = [&](size_t i) {
+    return listed ? Arg(XHAL_GLOBAL_GRAD_NORM_GRAD, int64_t(i)) : Arg(XHAL_GLOBAL_GRAD_NORM_GRAD);
+  };
   check.tensor(arg(0), grads.front(), 1);
   check.float_dtype(arg(0), grads.front());
   const DType dtype = grads.front().dtype();

@@ -94,9 +94,18 @@ TEST_P(Conformance, AdamwStepList) {
       std::vector<double> master_values = param.values();
       for (double& w : master_values) w += 1e-3 * double(rng()() % 1000) / 1000.0;
       auto master = TestTensor::of({n}, DType::f32, device(), master_values);
-      entries.push_back({std::move(param), random({n}), TestTensor::random({n}, DType::f32, device(), rng(), -0.1, 0.1),
-                         TestTensor::random({n}, DType::f32, device(), rng(), 0, 0.01), std::move(master),
-                         std::move(master_values), offset, {}, {}, {}, {}, {}});
+      entries.push_back({std::move(param),
+                         random({n}),
+                         TestTensor::random({n}, DType::f32, device(), rng(), -0.1, 0.1),
+                         TestTensor::random({n}, DType::f32, device(), rng(), 0, 0.01),
+                         std::move(master),
+                         std::move(master_values),
+                         offset,
+                         {},
+                         {},
+                         {},
+                         {},
+                         {}});
       Entry& e = entries.back();
       e.param_view = tail_view(e.param, offset), e.grad_view = tail_view(e.grad, offset);
       e.m_view = tail_view(e.m, offset), e.v_view = tail_view(e.v, offset);
@@ -114,10 +123,10 @@ TEST_P(Conformance, AdamwStepList) {
     for (size_t i = 0; i < entries.size(); ++i) {
       SCOPED_TRACE(fmt::format("entry {} of length {}", i, lengths[i]));
       const Entry& e = entries[i];
-      const auto expected = golden::adamw_step(
-          {tail(with_master ? e.master_values : e.param.values(), e.offset), tail(e.m.values(), e.offset),
-           tail(e.v.values(), e.offset)},
-          tail(e.grad.values(), e.offset), scale, p.lr, p.beta1, p.beta2, p.eps, p.weight_decay, p.step);
+      const auto expected = golden::adamw_step({tail(with_master ? e.master_values : e.param.values(), e.offset),
+                                                tail(e.m.values(), e.offset), tail(e.v.values(), e.offset)},
+                                               tail(e.grad.values(), e.offset), scale, p.lr, p.beta1, p.beta2, p.eps,
+                                               p.weight_decay, p.step);
       const std::vector<double> param = e.param.download("param"), m = e.m.download("exp_avg");
       expect_close(tail(param, e.offset), expected.param, dtype(), "param");
       expect_close(tail(m, e.offset), expected.exp_avg, DType::f32, "exp_avg");
