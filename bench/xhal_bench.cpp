@@ -243,6 +243,22 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     return std::function<void()>([=] { xhal::ops::swiglu_packed(x, out); });
   });
 
+  // merge_attention_states (a shared prefix's attention and the rest's, Llama-3 8B's 32 heads):
+  // two outputs and their lse read, one of each written.
+  {
+    const int64_t T = s.rope_tokens, H = 32, D = kHeadDim;
+    add(fmt::format("merge_attention_states/T{}_H{}_D{}/{}", T, H, D, tn), 3.0 * T * H * (D * e + 4.0), 0,
+        Bound::memory, [=] {
+          Tensor a = random_tensor({T, H, D}, dt, dev), b = random_tensor({T, H, D}, dt, dev);
+          Tensor lse_a = random_tensor({H, T}, DType::f32, dev), lse_b = random_tensor({H, T}, DType::f32, dev);
+          Tensor out = Tensor::empty({T, H, D}, dt, dev), lse = Tensor::empty({H, T}, DType::f32, dev);
+          return std::function<void()>([=] {
+            const xhal::TensorView lse_view = lse;
+            xhal::ops::merge_attention_states(a, lse_a, b, lse_b, out, &lse_view);
+          });
+        });
+  }
+
   add_training_cases(s, dt, dev, cases);
 
   // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.

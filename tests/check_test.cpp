@@ -257,6 +257,12 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     ops::adamw_step({{param, pgrad, avg, avg_sq_t}, {param2, pgrad2, avg2, avg_sq2}}, nullptr, nullptr,
                     AdamWParams{.lr = 1e-3f, .step = 4});
     ops::global_grad_norm({pgrad, pgrad2}, norm, nullptr, 1.0f);
+    // Two tiles of the SIMD kernel's tokens and a remainder, odd heads and head dim.
+    const Tensor ma = random_tensor({37, 3, 72}, dt, 35), mb = random_tensor({37, 3, 72}, dt, 36);
+    const Tensor mla = random_tensor({3, 37}, DType::f32, 37), mlb = random_tensor({3, 37}, DType::f32, 38);
+    const Tensor mo = Tensor::empty({37, 3, 72}, dt, cpu), mlo = Tensor::empty({3, 37}, DType::f32, cpu);
+    const TensorView mlo_view = mlo;
+    ops::merge_attention_states(ma, mla, mb, mlb, mo, &mlo_view);
     for (const CheckReport& r : reports) {
       EXPECT_TRUE(r.passed()) << r.str();
       EXPECT_LE(r.max_allowance_used, 1.0) << r.str();

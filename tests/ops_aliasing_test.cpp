@@ -56,6 +56,17 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
        [](Buffers& b) {
          ops::attention(b.f32({1, 4, 2, 8}), b.f32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}), b.o32({1, 4, 2, 8}));
        }},
+      {"merge_attention_states", "out", "out_b",  // shifted by one element: not in place, not apart
+       [](Buffers& b) {
+         ops::merge_attention_states(b.f32({4, 2, 8}), b.f32({2, 4}), b.o32({4, 2, 8}), b.f32({2, 4}),
+                                     TensorView(b.out.data() + 1, DType::f32, {4, 2, 8}));
+       }},
+      {"merge_attention_states", "lse", "out",
+       [](Buffers& b) {
+         auto lse = TensorView(b.out.data() + 8, DType::f32, {2, 4});
+         ops::merge_attention_states(b.f32({4, 2, 8}), b.f32({2, 4}), b.f32({4, 2, 8}), b.f32({2, 4}), b.o32({4, 2, 8}),
+                                     &lse);
+       }},
       {"rope", "q", "k",
        [](Buffers& b) {
          ops::rope(b.o32({4, 2, 8}), b.o32({4, 2, 8}), b.i32({4}), b.f32({16, 8}), RopeStyle::neox);

@@ -285,6 +285,28 @@ const std::vector<BadCall>& bad_calls() {
          std::vector<int64_t> ids{0, -3};
          ops::embedding_backward(TensorView(ids.data(), DType::i64, V{2}), b.f32({2, 8}), b.o32({10, 8}));
        }},
+      // merge_attention_states
+      {"lse_a tokens", Errc::invalid_argument, "merge_attention_states", "lse_a",
+       [](Buffers& b) {
+         ops::merge_attention_states(b.f32({4, 2, 8}), b.f32({2, 5}), b.f32({4, 2, 8}), b.f32({2, 4}),
+                                     b.o32({4, 2, 8}));
+       }},
+      {"out_b dtype", Errc::invalid_argument, "merge_attention_states", "out_b",
+       [](Buffers& b) {
+         ops::merge_attention_states(b.f32({4, 2, 8}), b.f32({2, 4}), b.bf16({4, 2, 8}), b.f32({2, 4}),
+                                     b.o32({4, 2, 8}));
+       }},
+      {"out shape", Errc::invalid_argument, "merge_attention_states", "out",
+       [](Buffers& b) {
+         ops::merge_attention_states(b.f32({4, 2, 8}), b.f32({2, 4}), b.f32({4, 2, 8}), b.f32({2, 4}),
+                                     b.o32({4, 2, 9}));
+       }},
+      {"lse dtype", Errc::invalid_argument, "merge_attention_states", "lse",
+       [](Buffers& b) {
+         auto lse = TensorView(b.h.data(), DType::bf16, {2, 4});
+         ops::merge_attention_states(b.f32({4, 2, 8}), b.f32({2, 4}), b.f32({4, 2, 8}), b.f32({2, 4}),
+                                     b.o32({4, 2, 8}), &lse);
+       }},
       // linear_backward
       {"no gradient", Errc::invalid_argument, "linear_backward", "dx",
        [](Buffers& b) {

@@ -178,6 +178,22 @@ int main(void) {
   CHECK(xhal_paged_attention(&tvq, &tkc, &tvc, &ttab, &tlen, &tvo, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
   CHECK(strstr(xhal_last_error(), "block_table") != NULL);
 
+  /* merge_attention_states of two equal parts (lse 0 each) is their mean with lse log 2; a part
+   * with lse -inf is not read, so its NaN does not reach the output. */
+  float ma[2] = {1, 3}, mb[2] = {3, NAN}, mo[2], la[1] = {0}, lb[1] = {0}, lo[1];
+  int64_t ms3[3] = {1, 1, 2}, ls2[2] = {1, 1};
+  DLTensor tma = tensor(ma, f32, 3, ms3), tmb = tensor(mb, f32, 3, ms3), tmo = tensor(mo, f32, 3, ms3),
+           tla = tensor(la, f32, 2, ls2), tlb = tensor(lb, f32, 2, ls2), tlo = tensor(lo, f32, 2, ls2);
+  mb[1] = 5;
+  CHECK(xhal_merge_attention_states(&tma, &tla, &tmb, &tlb, &tmo, &tlo, NULL) == XHAL_OK);
+  CHECK(fabsf(mo[0] - 2.0f) < 1e-6f && fabsf(mo[1] - 4.0f) < 1e-6f && fabsf(lo[0] - logf(2.0f)) < 1e-6f);
+  mb[1] = NAN;
+  lb[0] = -INFINITY;
+  CHECK(xhal_merge_attention_states(&tma, &tla, &tmb, &tlb, &tmo, NULL, NULL) == XHAL_OK);
+  CHECK(mo[0] == 1.0f && mo[1] == 3.0f);
+  CHECK(xhal_merge_attention_states(&tma, &tla, &tmb, &tma, &tmo, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "argument 'lse_b'") != NULL);
+
   /* adamw_step and global_grad_norm over a list of two parameters: with g = 1 and lr 0.5 the first
    * step moves each weight by -0.5 (m / sqrt(v) = 1 after bias correction); the norm is sqrt(3). */
   float w1[1] = {1}, w2[2] = {2, 3}, g1[1] = {1}, g2[2] = {1, 1}, m1[1] = {0}, m2[2] = {0, 0}, v1[1] = {0},

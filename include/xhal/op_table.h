@@ -13,30 +13,31 @@ extern "C" {
 #endif
 
 /* OP(NAME, name, params): `params` is the struct xhal_op_call.params points at (NULL for void). */
-#define XHAL_OPS(OP)                                                                \
-  OP(ATTENTION, attention, xhal_attention_op_params)                                \
-  OP(ATTENTION_VARLEN, attention_varlen, xhal_attention_op_params)                  \
-  OP(PAGED_ATTENTION, paged_attention, xhal_attention_op_params)                    \
-  OP(RMS_NORM, rms_norm, xhal_norm_op_params)                                       \
-  OP(FUSED_ADD_RMS_NORM, fused_add_rms_norm, xhal_norm_op_params)                   \
-  OP(SWIGLU, swiglu, void)                                                          \
-  OP(SWIGLU_PACKED, swiglu_packed, void)                                            \
-  OP(ROPE, rope, xhal_rope_op_params)                                               \
-  OP(LINEAR, linear, void)                                                          \
-  OP(RMS_NORM_BACKWARD, rms_norm_backward, xhal_norm_op_params)                     \
-  OP(FUSED_ADD_RMS_NORM_BACKWARD, fused_add_rms_norm_backward, xhal_norm_op_params) \
-  OP(SWIGLU_BACKWARD, swiglu_backward, void)                                        \
-  OP(SWIGLU_PACKED_BACKWARD, swiglu_packed_backward, void)                          \
-  OP(ROPE_BACKWARD, rope_backward, xhal_rope_op_params)                             \
-  OP(CROSS_ENTROPY, cross_entropy, xhal_cross_entropy_op_params)                    \
-  OP(CROSS_ENTROPY_BACKWARD, cross_entropy_backward, xhal_cross_entropy_op_params)  \
-  OP(ADAMW_STEP, adamw_step, xhal_adamw_op_params)                                  \
-  OP(GLOBAL_GRAD_NORM, global_grad_norm, xhal_grad_norm_op_params)                  \
-  OP(LINEAR_BACKWARD, linear_backward, void)                                        \
-  OP(EMBEDDING, embedding, void)                                                    \
-  OP(EMBEDDING_BACKWARD, embedding_backward, xhal_embedding_op_params)              \
-  OP(ATTENTION_BACKWARD, attention_backward, xhal_attention_op_params)              \
-  OP(ATTENTION_VARLEN_BACKWARD, attention_varlen_backward, xhal_attention_op_params)
+#define XHAL_OPS(OP)                                                                 \
+  OP(ATTENTION, attention, xhal_attention_op_params)                                 \
+  OP(ATTENTION_VARLEN, attention_varlen, xhal_attention_op_params)                   \
+  OP(PAGED_ATTENTION, paged_attention, xhal_attention_op_params)                     \
+  OP(RMS_NORM, rms_norm, xhal_norm_op_params)                                        \
+  OP(FUSED_ADD_RMS_NORM, fused_add_rms_norm, xhal_norm_op_params)                    \
+  OP(SWIGLU, swiglu, void)                                                           \
+  OP(SWIGLU_PACKED, swiglu_packed, void)                                             \
+  OP(ROPE, rope, xhal_rope_op_params)                                                \
+  OP(LINEAR, linear, void)                                                           \
+  OP(RMS_NORM_BACKWARD, rms_norm_backward, xhal_norm_op_params)                      \
+  OP(FUSED_ADD_RMS_NORM_BACKWARD, fused_add_rms_norm_backward, xhal_norm_op_params)  \
+  OP(SWIGLU_BACKWARD, swiglu_backward, void)                                         \
+  OP(SWIGLU_PACKED_BACKWARD, swiglu_packed_backward, void)                           \
+  OP(ROPE_BACKWARD, rope_backward, xhal_rope_op_params)                              \
+  OP(CROSS_ENTROPY, cross_entropy, xhal_cross_entropy_op_params)                     \
+  OP(CROSS_ENTROPY_BACKWARD, cross_entropy_backward, xhal_cross_entropy_op_params)   \
+  OP(ADAMW_STEP, adamw_step, xhal_adamw_op_params)                                   \
+  OP(GLOBAL_GRAD_NORM, global_grad_norm, xhal_grad_norm_op_params)                   \
+  OP(LINEAR_BACKWARD, linear_backward, void)                                         \
+  OP(EMBEDDING, embedding, void)                                                     \
+  OP(EMBEDDING_BACKWARD, embedding_backward, xhal_embedding_op_params)               \
+  OP(ATTENTION_BACKWARD, attention_backward, xhal_attention_op_params)               \
+  OP(ATTENTION_VARLEN_BACKWARD, attention_varlen_backward, xhal_attention_op_params) \
+  OP(MERGE_ATTENTION_STATES, merge_attention_states, void)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -162,7 +163,13 @@ extern "C" {
   TENSOR(ATTENTION_VARLEN_BACKWARD, LSE, lse, 4, XHAL_ROLE_IN, 0)                   \
   TENSOR(ATTENTION_VARLEN_BACKWARD, DQ, dq, 8, XHAL_ROLE_OUT, 0)                    \
   TENSOR(ATTENTION_VARLEN_BACKWARD, DK, dk, 9, XHAL_ROLE_OUT, 0)                    \
-  TENSOR(ATTENTION_VARLEN_BACKWARD, DV, dv, 10, XHAL_ROLE_OUT, 0)
+  TENSOR(ATTENTION_VARLEN_BACKWARD, DV, dv, 10, XHAL_ROLE_OUT, 0)                   \
+  TENSOR(MERGE_ATTENTION_STATES, OUT_A, out_a, 0, XHAL_ROLE_IN, 0)                  \
+  TENSOR(MERGE_ATTENTION_STATES, LSE_A, lse_a, 1, XHAL_ROLE_IN, 0)                  \
+  TENSOR(MERGE_ATTENTION_STATES, OUT_B, out_b, 2, XHAL_ROLE_IN, 0)                  \
+  TENSOR(MERGE_ATTENTION_STATES, LSE_B, lse_b, 3, XHAL_ROLE_IN, 0)                  \
+  TENSOR(MERGE_ATTENTION_STATES, OUT, out, 4, XHAL_ROLE_OUT, 0)                     \
+  TENSOR(MERGE_ATTENTION_STATES, LSE, lse, 5, XHAL_ROLE_OUT, 1)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the

@@ -56,6 +56,15 @@ void attention_varlen(const TensorView& q, const TensorView& k, const TensorView
                       const AttentionParams& params = {}, const TensorView* lse = nullptr,
                       const Stream* stream = nullptr);
 
+// Two attention results of the same queries over disjoint sets of keys (a shared prefix and the
+// rest, or the halves of a split KV) as one: out_a, out_b, out[T,H,D] and lse_a, lse_b, lse[H,T]
+// (f32, as attention_varlen writes them); out = (e^(lse_a - lse) out_a + e^(lse_b - lse) out_b),
+// lse = log(e^lse_a + e^lse_b). A part with lse -inf (it saw no key) adds nothing; lse is optional,
+// and out (lse) may be out_a or out_b (lse_a or lse_b) itself.
+void merge_attention_states(const TensorView& out_a, const TensorView& lse_a, const TensorView& out_b,
+                            const TensorView& lse_b, const TensorView& out, const TensorView* lse = nullptr,
+                            const Stream* stream = nullptr);
+
 // One decode token per sequence: q[B,Hq,D], caches [num_blocks,block_size,Hkv,D|Dv],
 // block_table[B,max_blocks] i32, seq_lens[B] i32 -> out[B,Hq,Dv].
 void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,

@@ -124,6 +124,11 @@ xhal_status xhal_embedding(const DLTensor* ids, const DLTensor* table, const DLT
 xhal_status xhal_embedding_backward(const DLTensor* ids, const DLTensor* dout, const DLTensor* dtable,
                                     int64_t padding_idx, void* stream);
 
+/* Two attention results over disjoint key sets as one: out_a, out_b, out[T,H,D], lse_a, lse_b[H,T]
+ * f32; lse[H,T] may be NULL. out may be out_a or out_b, lse may be lse_a or lse_b. */
+xhal_status xhal_merge_attention_states(const DLTensor* out_a, const DLTensor* lse_a, const DLTensor* out_b,
+                                        const DLTensor* lse_b, const DLTensor* out, const DLTensor* lse, void* stream);
+
 /* Deterministic mode (XHAL_DETERMINISTIC) on (1) or off (0) for this process. */
 void xhal_set_deterministic(int32_t on);
 

@@ -427,6 +427,20 @@ xhal_status xhal_embedding(const DLTensor* ids, const DLTensor* table, const DLT
   });
 }
 
+xhal_status xhal_merge_attention_states(const DLTensor* out_a, const DLTensor* lse_a, const DLTensor* out_b,
+                                        const DLTensor* lse_b, const DLTensor* out, const DLTensor* lse, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::merge_attention_states;
+    auto o = view(out, op, XHAL_MERGE_ATTENTION_STATES_OUT);
+    auto s = stream_for(o, stream);
+    auto lse_view = optional_view(lse, op, XHAL_MERGE_ATTENTION_STATES_LSE);
+    xhal::ops::merge_attention_states(view(out_a, op, XHAL_MERGE_ATTENTION_STATES_OUT_A),
+                                      view(lse_a, op, XHAL_MERGE_ATTENTION_STATES_LSE_A),
+                                      view(out_b, op, XHAL_MERGE_ATTENTION_STATES_OUT_B),
+                                      view(lse_b, op, XHAL_MERGE_ATTENTION_STATES_LSE_B), o, ptr(lse_view), ptr(s));
+  });
+}
+
 xhal_status xhal_embedding_backward(const DLTensor* ids, const DLTensor* dout, const DLTensor* dtable,
                                     int64_t padding_idx, void* stream) {
   return guarded([&] {

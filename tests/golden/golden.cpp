@@ -118,6 +118,37 @@ AttentionResult attention_varlen(const std::vector<double>& q, const std::vector
   return r;
 }
 
+AttentionResult merge_attention_states(const std::vector<double>& out_a, const std::vector<double>& lse_a,
+                                       const std::vector<double>& out_b, const std::vector<double>& lse_b, int64_t T,
+                                       int64_t H, int64_t D) {
+  require(out_a.size() == size_t(T * H * D) && out_b.size() == out_a.size(), "merge_attention_states: out sizes");
+  require(lse_a.size() == size_t(H * T) && lse_b.size() == lse_a.size(), "merge_attention_states: lse sizes");
+  AttentionResult r{std::vector<double>(out_a.size(), 0.0), std::vector<double>(lse_a.size(), 0.0)};
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t h = 0; h < H; ++h) {
+      const double la = lse_a[size_t(h * T + t)], lb = lse_b[size_t(h * T + t)];
+      double& lse = r.lse[size_t(h * T + t)];
+      double* out = &r.out[size_t((t * H + h) * D)];
+      if (std::isnan(la) || std::isnan(lb) || la == INFINITY || lb == INFINITY) {
+        lse = std::nan("");
+        std::fill(out, out + D, std::nan(""));
+        continue;
+      }
+      if (la == -INFINITY && lb == -INFINITY) {
+        lse = -INFINITY;
+        continue;
+      }
+      lse = la == -INFINITY ? lb : lb == -INFINITY ? la : std::max(la, lb) + std::log1p(std::exp(-std::abs(la - lb)));
+      for (int64_t d = 0; d < D; ++d) {
+        const size_t at = size_t((t * H + h) * D + d);
+        if (la != -INFINITY) out[d] += std::exp(la - lse) * out_a[at];
+        if (lb != -INFINITY) out[d] += std::exp(lb - lse) * out_b[at];
+      }
+    }
+  }
+  return r;
+}
+
 std::vector<double> paged_attention(const std::vector<double>& q, const std::vector<double>& k_cache,
                                     const std::vector<double>& v_cache, const std::vector<int64_t>& block_table,
                                     const std::vector<int64_t>& seq_lens, int64_t Hq, int64_t Hkv, int64_t D,

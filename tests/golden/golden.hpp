@@ -49,6 +49,14 @@ AttentionResult attention_varlen(const std::vector<double>& q, const std::vector
                                  const std::vector<int64_t>& cu_seqlens_k, int64_t Hq, int64_t Hkv, int64_t D,
                                  int64_t Dv, const AttentionMask& mask);
 
+// Two attention results of the same queries over disjoint key sets as one: out_a, out_b[T,H,D],
+// lse_a, lse_b[H,T] -> out[T,H,D], lse[H,T] with lse = log(e^lse_a + e^lse_b) and out = the parts
+// weighted by e^(lse_part - lse). A part with lse -inf adds nothing (its out is not read); both
+// -inf: out 0 and lse -inf. A NaN or +inf lse makes the row NaN.
+AttentionResult merge_attention_states(const std::vector<double>& out_a, const std::vector<double>& lse_a,
+                                       const std::vector<double>& out_b, const std::vector<double>& lse_b, int64_t T,
+                                       int64_t H, int64_t D);
+
 // One decode query per sequence: q[B,Hq,D], k_cache[num_blocks,block_size,Hkv,D],
 // v_cache[num_blocks,block_size,Hkv,Dv], block_table[B,max_blocks], seq_lens[B] -> out[B,Hq,Dv].
 // Sequence b (L = seq_lens[b]) attends keys 0..L-1 as attention with Sq=1, Sk=L; key j is slot
