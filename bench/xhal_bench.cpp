@@ -259,6 +259,25 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         });
   }
 
+  // kv_cache_write (Llama-3 8B's 8 kv heads): a prefill batch's keys and values into a paged cache
+  // of twice as many slots, blocks of 16 in shuffled order; the rows read once and written once.
+  {
+    const int64_t T = s.rope_tokens, Hkv = 8, D = kHeadDim, block_size = 16, blocks = 2 * T / block_size;
+    add(fmt::format("kv_cache_write/T{}_Hkv{}_D{}/{}", T, Hkv, D, tn), 4.0 * T * Hkv * D * e + 4.0 * T, 0,
+        Bound::memory, [=] {
+          std::vector<int32_t> block_order(static_cast<size_t>(blocks)), slots(static_cast<size_t>(T));
+          std::iota(block_order.begin(), block_order.end(), 0);
+          std::shuffle(block_order.begin(), block_order.end(), std::mt19937(7));
+          for (int64_t t = 0; t < T; ++t)
+            slots[size_t(t)] = int32_t(block_order[size_t(t / block_size)] * block_size + t % block_size);
+          Tensor k = random_tensor({T, Hkv, D}, dt, dev), v = random_tensor({T, Hkv, D}, dt, dev);
+          Tensor slot_mapping = Tensor::from_host(slots.data(), {T}, DType::i32, dev);
+          Tensor k_cache = Tensor::empty({blocks, block_size, Hkv, D}, dt, dev);
+          Tensor v_cache = Tensor::empty({blocks, block_size, Hkv, D}, dt, dev);
+          return std::function<void()>([=] { xhal::ops::kv_cache_write(k, v, slot_mapping, k_cache, v_cache); });
+        });
+  }
+
   add_training_cases(s, dt, dev, cases);
 
   // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.

@@ -67,6 +67,11 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
          ops::merge_attention_states(b.f32({4, 2, 8}), b.f32({2, 4}), b.f32({4, 2, 8}), b.f32({2, 4}), b.o32({4, 2, 8}),
                                      &lse);
        }},
+      {"kv_cache_write", "v_cache", "k_cache",
+       [](Buffers& b) {
+         ops::kv_cache_write(b.f32({4, 2, 8}), b.f32({4, 2, 8}), b.i32({4}), b.o32({3, 16, 2, 8}),
+                             TensorView(b.out.data() + 100, DType::f32, {3, 16, 2, 8}));
+       }},
       {"rope", "q", "k",
        [](Buffers& b) {
          ops::rope(b.o32({4, 2, 8}), b.o32({4, 2, 8}), b.i32({4}), b.f32({16, 8}), RopeStyle::neox);

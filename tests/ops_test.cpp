@@ -307,6 +307,28 @@ const std::vector<BadCall>& bad_calls() {
          ops::merge_attention_states(b.f32({4, 2, 8}), b.f32({2, 4}), b.f32({4, 2, 8}), b.f32({2, 4}),
                                      b.o32({4, 2, 8}), &lse);
        }},
+      // kv_cache_write
+      {"k head dim", Errc::invalid_argument, "kv_cache_write", "k",
+       [](Buffers& b) {
+         ops::kv_cache_write(b.f32({4, 2, 9}), b.f32({4, 2, 8}), b.i32({4}), b.o32({3, 16, 2, 8}),
+                             TensorView(b.out.data() + 2048, DType::f32, {3, 16, 2, 8}));
+       }},
+      {"slot dtype", Errc::invalid_argument, "kv_cache_write", "slot_mapping",
+       [](Buffers& b) {
+         ops::kv_cache_write(b.f32({4, 2, 8}), b.f32({4, 2, 8}), b.f32({4}), b.o32({3, 16, 2, 8}),
+                             TensorView(b.out.data() + 2048, DType::f32, {3, 16, 2, 8}));
+       }},
+      {"v_cache blocks", Errc::invalid_argument, "kv_cache_write", "v_cache",
+       [](Buffers& b) {
+         ops::kv_cache_write(b.f32({4, 2, 8}), b.f32({4, 2, 8}), b.i32({4}), b.o32({3, 16, 2, 8}),
+                             TensorView(b.out.data() + 2048, DType::f32, {4, 16, 2, 8}));
+       }},
+      {"slot out of range", Errc::invalid_argument, "kv_cache_write", "slot_mapping",
+       [](Buffers& b) {
+         b.l[1] = 48;  // 3 blocks of 16 slots: 0..47
+         ops::kv_cache_write(b.f32({4, 2, 8}), b.f32({4, 2, 8}), b.i64({4}), b.o32({3, 16, 2, 8}),
+                             TensorView(b.out.data() + 2048, DType::f32, {3, 16, 2, 8}));
+       }},
       // linear_backward
       {"no gradient", Errc::invalid_argument, "linear_backward", "dx",
        [](Buffers& b) {

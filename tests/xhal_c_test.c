@@ -31,7 +31,7 @@ static DLTensor tensor(void* data, DLDataType dtype, int ndim, int64_t* shape) {
 }
 
 int main(void) {
-  const DLDataType f32 = {kDLFloat, 32, 1}, i32 = {kDLInt, 32, 1};
+  const DLDataType f32 = {kDLFloat, 32, 1}, i32 = {kDLInt, 32, 1}, i64 = {kDLInt, 64, 1};
   int32_t count = 0;
   char name[64];
   CHECK(strcmp(xhal_version(), XHAL_VERSION_STRING) == 0);
@@ -193,6 +193,17 @@ int main(void) {
   CHECK(mo[0] == 1.0f && mo[1] == 3.0f);
   CHECK(xhal_merge_attention_states(&tma, &tla, &tmb, &tma, &tmo, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
   CHECK(strstr(xhal_last_error(), "argument 'lse_b'") != NULL);
+
+  /* kv_cache_write: token 0 to slot 3 (block 1, row 1), token 1 skipped. */
+  float kn[4] = {1, 2, 3, 4}, vn[4] = {5, 6, 7, 8}, kcache[8] = {0}, vcache[8] = {0};
+  int64_t slot_vals[2] = {3, -1}, kvs[3] = {2, 1, 2}, caches[4] = {2, 2, 1, 2}, two[1] = {2};
+  DLTensor tkn = tensor(kn, f32, 3, kvs), tvn = tensor(vn, f32, 3, kvs), tkcache = tensor(kcache, f32, 4, caches),
+           tvcache = tensor(vcache, f32, 4, caches), tslots = tensor(slot_vals, i64, 1, two);
+  CHECK(xhal_kv_cache_write(&tkn, &tvn, &tslots, &tkcache, &tvcache, NULL) == XHAL_OK);
+  CHECK(kcache[6] == 1 && kcache[7] == 2 && vcache[6] == 5 && vcache[7] == 6 && kcache[0] == 0 && vcache[4] == 0);
+  slot_vals[1] = 4;
+  CHECK(xhal_kv_cache_write(&tkn, &tvn, &tslots, &tkcache, &tvcache, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "slot_mapping") != NULL);
 
   /* adamw_step and global_grad_norm over a list of two parameters: with g = 1 and lr 0.5 the first
    * step moves each weight by -0.5 (m / sqrt(v) = 1 after bias correction); the norm is sqrt(3). */

@@ -196,17 +196,15 @@ Tensor forward(Layer& l, const float* x_host, int64_t T, int64_t p0, OpTimes& ti
   const TensorView v = slice(qkv, (H + Hkv) * D, {T, Hkv, D}, {W, D, 1});
   times.time("rope", [&] { ops::rope(q, k, positions, l.cos_sin, xhal::RopeStyle::neox); });
 
-  // Each token's K (and V) row is contiguous in qkv and in its cache slot, so a contiguous copy per
-  // row fills the paged cache on the device (xhal has no strided copy or cache-write op yet).
-  times.time("kv cache write", [&] {
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t p = p0 + t;
-      const int64_t slot = int64_t(l.table_host[size_t(p / c.block_size)]) * c.block_size + p % c.block_size;
-      xhal::copy(slice(l.k_cache, slot * Hkv * D, {Hkv, D}, {D, 1}), slice(qkv, t * W + H * D, {Hkv, D}, {D, 1}));
-      xhal::copy(slice(l.v_cache, slot * Hkv * D, {Hkv, D}, {D, 1}),
-                 slice(qkv, t * W + (H + Hkv) * D, {Hkv, D}, {D, 1}));
-    }
-  });
+  // The tokens' K and V rows into their cache slots (the slots, like the positions, are an input
+  // a serving loop uploads with the batch).
+  std::vector<int32_t> slots(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t p = p0 + t;
+    slots[size_t(t)] = l.table_host[size_t(p / c.block_size)] * int32_t(c.block_size) + int32_t(p % c.block_size);
+  }
+  Tensor slot_mapping = Tensor::from_host(slots.data(), {T}, DType::i32, dev);
+  times.time("kv cache write", [&] { ops::kv_cache_write(k, v, slot_mapping, l.k_cache, l.v_cache); });
 
   Tensor attn = Tensor::empty({T, H, D}, c.dtype, dev);
   if (p0 == 0) {

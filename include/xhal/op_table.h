@@ -37,7 +37,8 @@ extern "C" {
   OP(EMBEDDING_BACKWARD, embedding_backward, xhal_embedding_op_params)               \
   OP(ATTENTION_BACKWARD, attention_backward, xhal_attention_op_params)               \
   OP(ATTENTION_VARLEN_BACKWARD, attention_varlen_backward, xhal_attention_op_params) \
-  OP(MERGE_ATTENTION_STATES, merge_attention_states, void)
+  OP(MERGE_ATTENTION_STATES, merge_attention_states, void)                           \
+  OP(KV_CACHE_WRITE, kv_cache_write, void)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -169,7 +170,12 @@ extern "C" {
   TENSOR(MERGE_ATTENTION_STATES, OUT_B, out_b, 2, XHAL_ROLE_IN, 0)                  \
   TENSOR(MERGE_ATTENTION_STATES, LSE_B, lse_b, 3, XHAL_ROLE_IN, 0)                  \
   TENSOR(MERGE_ATTENTION_STATES, OUT, out, 4, XHAL_ROLE_OUT, 0)                     \
-  TENSOR(MERGE_ATTENTION_STATES, LSE, lse, 5, XHAL_ROLE_OUT, 1)
+  TENSOR(MERGE_ATTENTION_STATES, LSE, lse, 5, XHAL_ROLE_OUT, 1)                     \
+  TENSOR(KV_CACHE_WRITE, K, k, 0, XHAL_ROLE_IN, 0)                                  \
+  TENSOR(KV_CACHE_WRITE, V, v, 1, XHAL_ROLE_IN, 0)                                  \
+  TENSOR(KV_CACHE_WRITE, SLOT_MAPPING, slot_mapping, 2, XHAL_ROLE_IN, 0)            \
+  TENSOR(KV_CACHE_WRITE, K_CACHE, k_cache, 3, XHAL_ROLE_INOUT, 0)                   \
+  TENSOR(KV_CACHE_WRITE, V_CACHE, v_cache, 4, XHAL_ROLE_INOUT, 0)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the

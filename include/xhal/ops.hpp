@@ -65,6 +65,15 @@ void merge_attention_states(const TensorView& out_a, const TensorView& lse_a, co
                             const TensorView& lse_b, const TensorView& out, const TensorView* lse = nullptr,
                             const Stream* stream = nullptr);
 
+// New tokens' keys and values into the paged cache: k[T,Hkv,D] and v[T,Hkv,Dv] of token t go to
+// slot s = slot_mapping[t] (i32 or i64) of k_cache[num_blocks,block_size,Hkv,D] and
+// v_cache[...,Dv], that is block s / block_size, row s % block_size; a negative slot skips the
+// token (padding). Other slots are left as they are. A slot past the cache or used twice is
+// invalid_argument on the CPU, which checks every one before writing; GPUs skip a slot past the
+// cache, and of a slot used twice one of its tokens lands (docs/ops.md).
+void kv_cache_write(const TensorView& k, const TensorView& v, const TensorView& slot_mapping, const TensorView& k_cache,
+                    const TensorView& v_cache, const Stream* stream = nullptr);
+
 // One decode token per sequence: q[B,Hq,D], caches [num_blocks,block_size,Hkv,D|Dv],
 // block_table[B,max_blocks] i32, seq_lens[B] i32 -> out[B,Hq,Dv].
 void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,

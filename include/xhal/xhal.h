@@ -129,6 +129,10 @@ xhal_status xhal_embedding_backward(const DLTensor* ids, const DLTensor* dout, c
 xhal_status xhal_merge_attention_states(const DLTensor* out_a, const DLTensor* lse_a, const DLTensor* out_b,
                                         const DLTensor* lse_b, const DLTensor* out, const DLTensor* lse, void* stream);
 
+/* k[T,Hkv,D], v[T,Hkv,Dv] into the paged caches at slot_mapping[T] (i32 or i64; negative: skip). */
+xhal_status xhal_kv_cache_write(const DLTensor* k, const DLTensor* v, const DLTensor* slot_mapping,
+                                const DLTensor* k_cache, const DLTensor* v_cache, void* stream);
+
 /* Deterministic mode (XHAL_DETERMINISTIC) on (1) or off (0) for this process. */
 void xhal_set_deterministic(int32_t on);
 

@@ -9,41 +9,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "element.hpp"
 #include "kernel_registration.hpp"
 #include "scratch.hpp"
+#include "streaming_rows.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
 namespace {
-
-// bytes of zeros at p (+0.0 is all zero bits in every float dtype); streaming stores for the
-// 16-byte aligned middle where the CPU has them (the caller fences them: zero_fence).
-void zero_bytes(void* p, size_t bytes) {
-#if defined(__SSE2__)
-  auto* b = static_cast<char*>(p);
-  const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(b) % 16) % 16);
-  std::memset(b, 0, head);
-  b += head, bytes -= head;
-  const __m128i zero = _mm_setzero_si128();
-  size_t i = 0;
-  for (; i + 16 <= bytes; i += 16) _mm_stream_si128(reinterpret_cast<__m128i*>(b + i), zero);
-  std::memset(b + i, 0, bytes - i);
-#else
-  std::memset(p, 0, bytes);
-#endif
-}
-
-// Orders the calling thread's streaming stores before what follows.
-void zero_fence() {
-#if defined(__SSE2__)
-  _mm_sfence();
-#endif
-}
 
 // XHAL_OK when every id picks a row of the table, else invalid_argument naming the first that does not.
 xhal_status check_ids(const DLTensor* ids, int64_t rows, const char* table, char* msg, size_t len) {
@@ -104,7 +78,7 @@ struct EmbeddingBackwardKernel {
       for (int64_t v = 0; v < V; ++v) {
         S* out = dtable.at(v, 0);
         if (v == padding || first[v] == first[v + 1]) {
-          zero_bytes(out, size_t(D) * sizeof(S));
+          stream_zero(out, size_t(D) * sizeof(S));
           continue;
         }
         float* acc = static_cast<float*>(workspaces.of_this_thread());
@@ -116,7 +90,7 @@ struct EmbeddingBackwardKernel {
         }
         store_row<E>(acc, out, D);
       }
-      zero_fence();
+      streaming_fence();
     }
     return XHAL_OK;
   }

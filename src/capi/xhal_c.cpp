@@ -441,6 +441,18 @@ xhal_status xhal_merge_attention_states(const DLTensor* out_a, const DLTensor* l
   });
 }
 
+xhal_status xhal_kv_cache_write(const DLTensor* k, const DLTensor* v, const DLTensor* slot_mapping,
+                                const DLTensor* k_cache, const DLTensor* v_cache, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::kv_cache_write;
+    auto kc = view(k_cache, op, XHAL_KV_CACHE_WRITE_K_CACHE);
+    auto s = stream_for(kc, stream);
+    xhal::ops::kv_cache_write(view(k, op, XHAL_KV_CACHE_WRITE_K), view(v, op, XHAL_KV_CACHE_WRITE_V),
+                              view(slot_mapping, op, XHAL_KV_CACHE_WRITE_SLOT_MAPPING), kc,
+                              view(v_cache, op, XHAL_KV_CACHE_WRITE_V_CACHE), ptr(s));
+  });
+}
+
 xhal_status xhal_embedding_backward(const DLTensor* ids, const DLTensor* dout, const DLTensor* dtable,
                                     int64_t padding_idx, void* stream) {
   return guarded([&] {

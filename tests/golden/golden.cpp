@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace xhal::golden {
 namespace {
@@ -128,7 +129,7 @@ AttentionResult merge_attention_states(const std::vector<double>& out_a, const s
     for (int64_t h = 0; h < H; ++h) {
       const double la = lse_a[size_t(h * T + t)], lb = lse_b[size_t(h * T + t)];
       double& lse = r.lse[size_t(h * T + t)];
-      double* out = &r.out[size_t((t * H + h) * D)];
+      double* out = r.out.data() + (t * H + h) * D;  // data(): D may be 0
       if (std::isnan(la) || std::isnan(lb) || la == INFINITY || lb == INFINITY) {
         lse = std::nan("");
         std::fill(out, out + D, std::nan(""));
@@ -147,6 +148,23 @@ AttentionResult merge_attention_states(const std::vector<double>& out_a, const s
     }
   }
   return r;
+}
+
+PagedCaches kv_cache_write(const std::vector<double>& k, const std::vector<double>& v,
+                           const std::vector<int64_t>& slots, std::vector<double> k_cache, std::vector<double> v_cache,
+                           int64_t Hkv, int64_t D, int64_t Dv) {
+  const int64_t T = int64_t(slots.size());
+  require(k.size() == size_t(T * Hkv * D) && v.size() == size_t(T * Hkv * Dv), "kv_cache_write: k, v sizes");
+  require(k_cache.size() % size_t(std::max<int64_t>(Hkv * D, 1)) == 0, "kv_cache_write: k_cache size");
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t s = slots[size_t(t)];
+    if (s < 0) continue;
+    require(size_t((s + 1) * Hkv * D) <= k_cache.size() && size_t((s + 1) * Hkv * Dv) <= v_cache.size(),
+            "kv_cache_write: slot past the cache");
+    std::copy_n(k.begin() + t * Hkv * D, Hkv * D, k_cache.begin() + s * Hkv * D);
+    std::copy_n(v.begin() + t * Hkv * Dv, Hkv * Dv, v_cache.begin() + s * Hkv * Dv);
+  }
+  return {std::move(k_cache), std::move(v_cache)};
 }
 
 std::vector<double> paged_attention(const std::vector<double>& q, const std::vector<double>& k_cache,

@@ -57,6 +57,16 @@ AttentionResult merge_attention_states(const std::vector<double>& out_a, const s
                                        const std::vector<double>& out_b, const std::vector<double>& lse_b, int64_t T,
                                        int64_t H, int64_t D);
 
+// The caches after writing new tokens: k[T,Hkv,D], v[T,Hkv,Dv], slots[T] (negative: skipped),
+// k_cache[num_blocks,block_size,Hkv,D] and v_cache[...,Dv] as they were -> the same with token t's
+// rows at slot slots[t] (block slot / block_size, row slot % block_size).
+struct PagedCaches {
+  std::vector<double> k_cache, v_cache;
+};
+PagedCaches kv_cache_write(const std::vector<double>& k, const std::vector<double>& v,
+                           const std::vector<int64_t>& slots, std::vector<double> k_cache, std::vector<double> v_cache,
+                           int64_t Hkv, int64_t D, int64_t Dv);
+
 // One decode query per sequence: q[B,Hq,D], k_cache[num_blocks,block_size,Hkv,D],
 // v_cache[num_blocks,block_size,Hkv,Dv], block_table[B,max_blocks], seq_lens[B] -> out[B,Hq,Dv].
 // Sequence b (L = seq_lens[b]) attends keys 0..L-1 as attention with Sq=1, Sk=L; key j is slot
