@@ -67,7 +67,10 @@ size_t cache_bytes(const DLTensor* cache) {
   return bytes;
 }
 
-void copy_row(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+// A row of zero bytes may be an empty tensor's null data: memcpy must not see it.
+void copy_row(void* dst, const void* src, size_t bytes) {
+  if (bytes != 0) std::memcpy(dst, src, bytes);
+}
 
 template <class E>
 struct KvCacheWriteKernel {

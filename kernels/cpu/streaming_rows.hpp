@@ -14,8 +14,9 @@
 
 namespace xhal::cpu {
 
-// dst[0..bytes) = 0.
+// dst[0..bytes) = 0; dst may be null when bytes is 0 (an empty tensor's data).
 inline void stream_zero(void* dst, size_t bytes) {
+  if (bytes == 0) return;
 #if defined(__SSE2__)
   auto* d = static_cast<char*>(dst);
   const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16);
@@ -30,8 +31,9 @@ inline void stream_zero(void* dst, size_t bytes) {
 #endif
 }
 
-// dst[0..bytes) = src[0..bytes); the ranges do not overlap.
+// dst[0..bytes) = src[0..bytes); the ranges do not overlap; null pointers when bytes is 0.
 inline void stream_copy_row(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
 #if defined(__SSE2__)
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
