@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 12);
+  const int op = in.ConsumeIntegralInRange<int>(0, 14);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -220,6 +220,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       call = [&, bias] { return xhal_linear(t[0], t[1], bias, t[3], nullptr); };
       break;
     }
+    case 13: {
+      const DLTensor* lse = in.ConsumeBool() ? t[4] : nullptr;
+      call = [&, lse] { return xhal_merge_attention_states(t[0], t[1], t[2], t[4], t[3], lse, nullptr); };
+      break;
+    }
+    case 14: call = [&] { return xhal_kv_cache_write(t[0], t[1], t[5], t[2], t[3], nullptr); }; break;
     default: {  // the device functions, with random names and buffer sizes
       name = in.ConsumeRandomLengthString(24);
       const size_t len = in.ConsumeIntegralInRange<size_t>(0, sizeof buffer);
