@@ -83,4 +83,10 @@ struct Chunk {
   }
 };
 
+// Element i of a rank-1 index tensor (i32, or i64 when `wide`; `stride` in elements), as int64:
+// the GPU side of the CPU kernels' index_at.
+__device__ inline int64_t index_at(const void* data, int64_t stride, bool wide, int64_t i) {
+  return wide ? static_cast<const int64_t*>(data)[i * stride] : static_cast<const int32_t*>(data)[i * stride];
+}
+
 }  // namespace xhal::gpu

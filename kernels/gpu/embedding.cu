@@ -18,10 +18,6 @@ namespace {
 
 constexpr int kThreads = 128;
 
-__device__ inline int64_t id_at(const void* ids, int64_t stride, bool wide, int64_t t) {
-  return wide ? static_cast<const int64_t*>(ids)[t * stride] : static_cast<const int32_t*>(ids)[t * stride];
-}
-
 constexpr int kUnroll = 4;  // chunks of a row each thread loads before it stores any
 
 template <class E, int VEC>
@@ -29,7 +25,7 @@ __global__ void __launch_bounds__(kThreads)
     gather_kernel(const void* ids, int64_t id_stride, bool wide_ids, const typename E::T* table, int64_t table_ld,
                   int64_t rows, typename E::T* out, int64_t out_ld, int64_t D) {
   const int64_t t = blockIdx.x;
-  const int64_t id = id_at(ids, id_stride, wide_ids, t);
+  const int64_t id = index_at(ids, id_stride, wide_ids, t);
   typename E::T* dst = out + t * out_ld;
   if (id < 0 || id >= rows) {
     for (int64_t d = threadIdx.x; d < D; d += blockDim.x) dst[d] = E::store(NAN);
@@ -79,7 +75,7 @@ struct EmbeddingGather {
 __global__ void sort_keys_kernel(const void* ids, int64_t id_stride, bool wide_ids, int64_t T, int64_t rows,
                                  int64_t padding, uint32_t* keys, int32_t* values) {
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < T; t += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t id = id_at(ids, id_stride, wide_ids, t);
+    const int64_t id = index_at(ids, id_stride, wide_ids, t);
     keys[t] = uint32_t(id < 0 || id >= rows || id == padding ? rows : id);
     values[t] = int32_t(t);
   }

@@ -22,8 +22,7 @@ __global__ void kv_cache_write_kernel(Rows<const typename E::T> k, Rows<const ty
                                       Rows<typename E::T> v_cache, int64_t capacity, int64_t block_size, int heads,
                                       int k_chunks, int v_chunks) {
   const int64_t t = blockIdx.x;
-  const int64_t s = wide_slots ? static_cast<const int64_t*>(slots)[t * slot_stride]
-                               : static_cast<const int32_t*>(slots)[t * slot_stride];
+  const int64_t s = index_at(slots, slot_stride, wide_slots, t);
   if (s < 0 || s >= capacity) return;
   const int64_t block = s / block_size, row = s % block_size;
   auto copy = [&](const Rows<const typename E::T>& src, const Rows<typename E::T>& dst, int chunks) {
