@@ -150,24 +150,24 @@ __global__ void __launch_bounds__(Tile::kThreads)
       }
     }
     // Pᵀ and dSᵀ, element (key warp*16 + group + 8 (c / 2), query 8t + 2 tig + c % 2).
+    auto gradients = [&](auto masked, const BandMask& band) {
 #pragma unroll
-    for (int t = 0; t < Tile::kMTiles; ++t) {
-      // The two queries of this thread's columns: their lse and delta as one 8-byte load each.
-      const float2 lse2 = *reinterpret_cast<const float2*>(lse_s + t * 8 + tig * 2);
-      const float2 delta2 = *reinterpret_cast<const float2*>(delta_s + t * 8 + tig * 2);
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int qi = t * 8 + tig * 2 + (c & 1);
-        const int64_t j = n0 + warp * 16 + group + (c / 2) * 8;
-        const bool visible = all_visible || sees(a.mask, m0 + qi, j, Sq, Sk);
-        const float p = visible ? sm80::fast_exp2(st[t][c] * scale_log2 - ((c & 1) ? lse2.y : lse2.x) * kLog2e) : 0.0f;
-        dpt[t][c] = visible ? p * (dpt[t][c] - ((c & 1) ? delta2.y : delta2.x)) : 0.0f;
-        st[t][c] = p;
+      for (int t = 0; t < Tile::kMTiles; ++t) {
+        // The two queries of this thread's columns: their lse and delta as one 8-byte load each.
+        const float2 lse2 = *reinterpret_cast<const float2*>(lse_s + t * 8 + tig * 2);
+        const float2 delta2 = *reinterpret_cast<const float2*>(delta_s + t * 8 + tig * 2);
+        score_gradients<decltype(masked)::value>(st[t], dpt[t], make_float2(lse2.x * kLog2e, lse2.y * kLog2e), delta2,
+                                                 scale_log2, band, t, tig);
+        // dSᵀ to shared memory for dQ (the rows of this warp's keys).
+        T* row = sdS + (warp * 16 + group) * kSStride + t * 8 + tig * 2;
+        *reinterpret_cast<uint32_t*>(row) = sm80::pack2<E>(dpt[t][0], dpt[t][1]);
+        *reinterpret_cast<uint32_t*>(row + 8 * kSStride) = sm80::pack2<E>(dpt[t][2], dpt[t][3]);
       }
-      // dSᵀ to shared memory for dQ (the rows of this warp's keys).
-      T* row = sdS + (warp * 16 + group) * kSStride + t * 8 + tig * 2;
-      *reinterpret_cast<uint32_t*>(row) = sm80::pack2<E>(dpt[t][0], dpt[t][1]);
-      *reinterpret_cast<uint32_t*>(row + 8 * kSStride) = sm80::pack2<E>(dpt[t][2], dpt[t][3]);
+    };
+    if (all_visible) {  // one branch a tile: the tiles no mask cuts through test no pair
+      gradients(std::false_type{}, BandMask{});
+    } else {
+      gradients(std::true_type{}, BandMask(a.mask, m0, j_first + group, Sq, Sk, kBlockM));
     }
     // dV += Pᵀ dO, dK += dSᵀ Q: the queries are the k dimension.
 #pragma unroll

@@ -12,6 +12,8 @@
 //    it is, so the f32 sums have the same bits run to run.
 #pragma once
 
+#include <type_traits>
+
 #include "attention_backward_generic.cuh"
 
 #if !defined(__HIPCC__)
@@ -86,6 +88,57 @@ __device__ inline bool sees(const Mask& mask, int64_t i, int64_t j, int64_t Sq, 
   const int64_t diag = i + Sk - Sq;
   return i < Sq && j < Sk && (!mask.causal || j <= diag) && (mask.window_left < 0 || j >= diag - mask.window_left) &&
          (mask.window_right < 0 || j <= diag + mask.window_right);
+}
+
+// The visible pairs of a query tile (rows from m0) among a thread's two keys (key0 and key0 + 8),
+// in 32-bit arithmetic: key j and query i see each other when j - i lies in the mask's band
+// [lo, hi], i < Sq and j < Sk. Built only for the tiles the mask cuts through (the others take no
+// per-pair test at all); sees() then costs two integer operations and a select.
+struct BandMask {
+  uint32_t from_lo = 0, span = 0;  // (key0 - m0) - lo and hi - lo, modulo 2^32
+  int rows = 0;  // the tile's rows before Sq (0 when the band is empty)
+  bool key_ok[2] = {};
+
+  BandMask() = default;  // for the tiles that test no pair
+  __device__ BandMask(const Mask& mask, int64_t m0, int64_t key0, int64_t Sq, int64_t Sk, int block_m) {
+    const int64_t off = Sk - Sq, kMin = -(int64_t(1) << 31), kMax = (int64_t(1) << 31) - 1;
+    int64_t lo = mask.window_left >= 0 ? off - mask.window_left : kMin, hi = kMax;
+    if (mask.causal) hi = off;
+    if (mask.window_right >= 0) hi = hi < off + mask.window_right ? hi : off + mask.window_right;
+    lo = lo < kMin ? kMin : (lo > kMax ? kMax : lo);
+    hi = hi < kMin ? kMin : (hi > kMax ? kMax : hi);
+    from_lo = uint32_t(key0 - m0 - lo);
+    span = uint32_t(hi - lo);
+    const int64_t left = Sq - m0;
+    rows = hi < lo ? 0 : int(left < block_m ? left : block_m);
+    key_ok[0] = key0 < Sk;
+    key_ok[1] = key0 + 8 < Sk;
+  }
+  // Query m0 + qi and key key0 + 8 * half.
+  __device__ bool sees(int qi, int half) const {
+    return from_lo + uint32_t(8 * half - qi) <= span && qi < rows && key_ok[half];
+  }
+};
+
+// Pᵀ and dSᵀ in place of a thread's Sᵀ and dPᵀ values of one 8-query tile t (element c: key
+// key0 + 8 (c / 2), query 8t + 2 tig + c % 2): p = exp2(s scale_log2 - lse_log2), ds = p (dp -
+// delta), masked pairs exactly 0. lse2 (in log2 units) and delta2: the thread's two queries.
+template <bool kMasked>
+__device__ inline void score_gradients(float (&s)[4], float (&dp)[4], float2 lse2, float2 delta2, float scale_log2,
+                                       const BandMask& band, int t, int tig) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const float p = sm80::fast_exp2(fmaf(s[c], scale_log2, -((c & 1) ? lse2.y : lse2.x)));
+    const float ds = p * (dp[c] - ((c & 1) ? delta2.y : delta2.x));
+    if constexpr (kMasked) {
+      const bool visible = band.sees(t * 8 + tig * 2 + (c & 1), c / 2);
+      s[c] = visible ? p : 0.0f;
+      dp[c] = visible ? ds : 0.0f;
+    } else {
+      s[c] = p;
+      dp[c] = ds;
+    }
+  }
 }
 
 // The query rows [m_begin, m_end) a block of keys [n0, n0 + kBlockN) walks, m_begin rounded down to
