@@ -9,7 +9,7 @@
 namespace xhal::kernels {
 
 struct MergeWeights {
-  float a, b;  // a part whose weight is 0 is not read (it saw no key: its values may be anything)
+  float a, b;  // a part whose weight is 0 is not used (it saw no key: its values may be anything)
   float lse;
 };
 

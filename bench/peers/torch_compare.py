@@ -79,6 +79,8 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_attention_backward": [_P, _P, _P, _P, _P, _P, _P, _P, _P, _PARAMS, _P],
     "xhal_embedding": [_P, _P, _P, _P],
     "xhal_embedding_backward": [_P, _P, _P, ctypes.c_int64, _P],
+    "xhal_merge_attention_states": [_P, _P, _P, _P, _P, _P, _P],
+    "xhal_kv_cache_write": [_P, _P, _P, _P, _P, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -323,8 +325,16 @@ def _embedding(ids, table):
     return F.embedding(ids, table)
 
 
+def _merge_attention_states(out_a, lse_a, out_b, lse_b):
+    # What a serving engine writes without a fused kernel: [H, T] lse, [T, H, D] outputs.
+    lse = torch.logaddexp(lse_a, lse_b)
+    wa, wb = torch.exp(lse_a - lse).t()[..., None], torch.exp(lse_b - lse).t()[..., None]
+    return (wa * out_a.float() + wb * out_b.float()).to(out_a.dtype), lse
+
+
 COMPILED = {fn: maybe_compile(fn)
-            for fn in (_rms_norm, _add_rms_norm, _silu_mul, _rope_neox, _cross_entropy, _linear, _embedding)}
+            for fn in (_rms_norm, _add_rms_norm, _silu_mul, _rope_neox, _cross_entropy, _linear, _embedding,
+                       _merge_attention_states)}
 
 
 def peers_of(eager_name, fn, *args):
@@ -616,6 +626,35 @@ def case_embedding_backward(ctx, T, V, D):
     return run_case(ctx, lambda: (run, [dtable]), peers, [dtable], (T + V) * D * 2, "GB/s", "copy")
 
 
+def case_merge_attention_states(ctx, T, H, D):
+    out_a, out_b = randn(T, H, D), randn(T, H, D)
+    lse_a, lse_b = torch.randn(H, T, device=DEVICE) * 4, torch.randn(H, T, device=DEVICE) * 4
+    out, lse = torch.empty_like(out_a), torch.empty_like(lse_a)
+    run = ctx.xhal.op("xhal_merge_attention_states", out_a, lse_a, out_b, lse_b, out, lse)
+    peers = peers_of("eager", _merge_attention_states, out_a, lse_a, out_b, lse_b)
+    # read both parts and their lse, write the merged result and lse
+    return run_case(ctx, lambda: (run, [out, lse]), peers, [out, lse], 3 * T * H * (2 * D + 4), "GB/s", "copy")
+
+
+def case_kv_cache_write(ctx, T, Hkv, D, block_size=16):
+    k, v = randn(T, Hkv, D), randn(T, Hkv, D)
+    blocks = 2 * T // block_size  # half the cache's slots taken, in a shuffled order
+    slots = torch.randperm(blocks * block_size, device=DEVICE)[:T]
+    k_cache = torch.zeros(blocks, block_size, Hkv, D, device=DEVICE, dtype=DTYPE)
+    v_cache = torch.zeros_like(k_cache)
+    run = ctx.xhal.op("xhal_kv_cache_write", k, v, slots, k_cache, v_cache)
+
+    kc, vc = torch.zeros_like(k_cache), torch.zeros_like(v_cache)
+
+    def indexed():  # vLLM's reshape_and_cache as torch indexing writes it
+        kc.view(-1, Hkv, D)[slots] = k
+        vc.view(-1, Hkv, D)[slots] = v
+        return [kc, vc]
+    # Caches are read-write: the zeros stay zeros where no token lands, in both.
+    return run_case(ctx, lambda: (run, [k_cache, v_cache]), [("index_put", indexed)], [],
+                    4 * T * Hkv * D * 2 + 8 * T, "GB/s", "copy")
+
+
 def measure_ceilings(ctx):
     src = torch.ones(GiB, dtype=torch.uint8, device=DEVICE)
     dst = torch.empty_like(src)
@@ -721,11 +760,11 @@ def case_shapes(d, quick):
     if on_cuda():
         return dict(elementwise=[(16384 // d, 4096), (65536 // d, 8192)], rope=[16384 // d, 65536 // d],
                     attention=(4, 32, 1024 if quick else 4096), paged=(64, 4096 // d),
-                    cross_entropy=(8192 // d, 128256),
+                    cross_entropy=(8192 // d, 128256), serving_tokens=16384 // d,
                     linear=[(8192 // d, 8192, 8192)])
     return dict(elementwise=[(16384 // d, 8192)], rope=[16384 // d],
                 attention=(1, 16, 512 if quick else 2048), paged=(16, 4096 // d),
-                cross_entropy=(1024 // d, 128256),
+                cross_entropy=(1024 // d, 128256), serving_tokens=16384 // d,
                 linear=[(4096 // d, 4096, 4096), (1, 28672, 4096)])  # the last: a decode step
 
 
@@ -757,6 +796,9 @@ def run_cases(ctx, shapes):
         for causal in (True, False):
             section(ctx, "attention_backward", f"B{B} H{H} S{S} D{D} {'causal' if causal else 'full'}",
                     case_attention_backward, B, H, S, D, causal)
+    T = shapes["serving_tokens"]
+    section(ctx, "merge_attention_states", f"T{T} H32 D128", case_merge_attention_states, T, 32, 128)
+    section(ctx, "kv_cache_write", f"T{T} Hkv8 D128", case_kv_cache_write, T, 8, 128)
     B, L = shapes["paged"]
     section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
     for M, N, K in shapes["linear"]:

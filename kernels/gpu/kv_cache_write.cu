@@ -22,21 +22,22 @@ __global__ void kv_cache_write_kernel(Rows<const typename E::T> k, Rows<const ty
                                       Rows<typename E::T> v_cache, int64_t capacity, int64_t block_size, int heads,
                                       int k_chunks, int v_chunks) {
   const int64_t t = blockIdx.x;
+  // The token's rows and its slot are loaded together, the stores wait on all three: a chain of
+  // slot, then key, then value left the copy at 0.70 of copy on an H200.
   const int64_t s = index_at(slots, slot_stride, wide_slots, t);
-  if (s < 0 || s >= capacity) return;
-  const int64_t block = s / block_size, row = s % block_size;
-  auto copy = [&](const Rows<const typename E::T>& src, const Rows<typename E::T>& dst, int chunks) {
-    const typename E::T* from = src.data + t * src.outer;
-    typename E::T* to = dst.data + block * dst.outer + row * dst.inner;
-    for (int i = threadIdx.x; i < heads * chunks; i += blockDim.x) {
-      const int h = i / chunks, c = i % chunks;
-      Chunk<E, VEC> x;
-      x.load(from + h * src.head + c * VEC);
-      x.store(to + h * dst.head + c * VEC);
-    }
-  };
-  copy(k, k_cache, k_chunks);
-  copy(v, v_cache, v_chunks);
+  const typename E::T *k_from = k.data + t * k.outer, *v_from = v.data + t * v.outer;
+  const int per_head = max(k_chunks, v_chunks);
+  for (int i = threadIdx.x; i < heads * per_head; i += blockDim.x) {
+    const int h = i / per_head, c = i % per_head;
+    const bool has_k = c < k_chunks, has_v = c < v_chunks;
+    Chunk<E, VEC> x, y;
+    if (has_k) x.load(k_from + h * k.head + c * VEC);
+    if (has_v) y.load(v_from + h * v.head + c * VEC);
+    if (s < 0 || s >= capacity) return;
+    const int64_t block = s / block_size, row = s % block_size;
+    if (has_k) x.store(k_cache.data + block * k_cache.outer + row * k_cache.inner + h * k_cache.head + c * VEC);
+    if (has_v) y.store(v_cache.data + block * v_cache.outer + row * v_cache.inner + h * v_cache.head + c * VEC);
+  }
 }
 
 template <class E>
