@@ -242,6 +242,18 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     Tensor x = random_tensor({M, 2 * N}, dt, dev), out = Tensor::empty({M, N}, dt, dev);
     return std::function<void()>([=] { xhal::ops::swiglu_packed(x, out); });
   });
+  add("gelu_and_mul/erf/" + mn + "/" + tn, 3.0 * M * N * e, 0, Bound::memory, [=] {
+    Tensor g = random_tensor({M, N}, dt, dev), u = random_tensor({M, N}, dt, dev);
+    Tensor out = Tensor::empty({M, N}, dt, dev);
+    return std::function<void()>([=] { xhal::ops::gelu_and_mul(g, u, out); });
+  });
+  for (const auto approximation : {xhal::ops::GeluApproximation::erf, xhal::ops::GeluApproximation::tanh}) {
+    const std::string name = approximation == xhal::ops::GeluApproximation::erf ? "erf" : "tanh";
+    add("gelu_and_mul_packed/" + name + "/" + mn + "/" + tn, 3.0 * M * N * e, 0, Bound::memory, [=] {
+      Tensor x = random_tensor({M, 2 * N}, dt, dev), out = Tensor::empty({M, N}, dt, dev);
+      return std::function<void()>([=] { xhal::ops::gelu_and_mul_packed(x, out, approximation); });
+    });
+  }
 
   // merge_attention_states (a shared prefix's attention and the rest's, Llama-3 8B's 32 heads):
   // two outputs and their lse read, one of each written.

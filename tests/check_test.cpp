@@ -195,6 +195,8 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     ops::swiglu(x, res, out);
     const Tensor packed = random_tensor({5, 400}, dt, 13);
     ops::swiglu_packed(packed, out);
+    ops::gelu_and_mul(x, res, out);
+    ops::gelu_and_mul_packed(packed, out, ops::GeluApproximation::tanh);
     const Tensor dw = Tensor::empty({200}, dt, cpu), grad = Tensor::empty({5, 200}, dt, cpu);
     const Tensor grad2 = Tensor::empty({5, 200}, dt, cpu), packed_grad = Tensor::empty({5, 400}, dt, cpu);
     ops::rms_norm_backward(res, x, w, 1e-5f, grad, dw);

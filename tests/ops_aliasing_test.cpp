@@ -47,6 +47,14 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
        [](Buffers& b) {
          ops::swiglu_packed(b.o32({4, 16}), TensorView(b.out.data() + 40, DType::f32, {4, 8}));
        }},
+      {"gelu_and_mul_packed", "out", "x",
+       [](Buffers& b) {
+         ops::gelu_and_mul_packed(b.o32({4, 16}), TensorView(b.out.data() + 40, DType::f32, {4, 8}));
+       }},
+      {"gelu_and_mul", "out", "up",
+       [](Buffers& b) {
+         ops::gelu_and_mul(b.f32({4, 16}), b.o32({4, 16}), TensorView(b.out.data() + 8, DType::f32, {4, 16}));
+       }},
       {"attention", "out", "lse",
        [](Buffers& b) {
          auto lse = TensorView(b.out.data() + 8, DType::f32, {1, 2, 4});

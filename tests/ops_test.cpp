@@ -194,6 +194,19 @@ const std::vector<BadCall>& bad_calls() {
        [](Buffers& b) {
          ops::swiglu_packed(b.f32({4, 64}), b.o32({4, 64}));
        }},
+      // gelu_and_mul
+      {"gelu up dtype", Errc::invalid_argument, "gelu_and_mul", "up",
+       [](Buffers& b) {
+         ops::gelu_and_mul(b.f32({4, 64}), b.bf16({4, 64}), b.o32({4, 64}));
+       }},
+      {"gelu approximation", Errc::invalid_argument, "gelu_and_mul", "approximation",
+       [](Buffers& b) {
+         ops::gelu_and_mul(b.f32({4, 64}), b.f32({4, 64}), b.o32({4, 64}), ops::GeluApproximation(2));
+       }},
+      {"gelu packed out", Errc::invalid_argument, "gelu_and_mul_packed", "out",
+       [](Buffers& b) {
+         ops::gelu_and_mul_packed(b.f32({4, 64}), b.o32({4, 31}), ops::GeluApproximation::tanh);
+       }},
       // rope
       {"positions dtype", Errc::invalid_argument, "rope", "positions",
        [](Buffers& b) {

@@ -157,6 +157,14 @@ int main(void) {
   CHECK(s1[0] == s2[0] && s1[1] == s2[1]);
   CHECK(xhal_swiglu_packed(&tg, &ts1, NULL) == XHAL_ERR_INVALID_ARGUMENT);
 
+  /* gelu_and_mul: gelu(0) * u = 0, gelu(2) = 2 Phi(2) = 1.9544997 (erf), 1.9545977 (tanh); packed
+   * agrees; an unknown approximation is refused. */
+  CHECK(xhal_gelu_and_mul(&tg, &tu, &ts1, 0, NULL) == XHAL_OK); /* erf */
+  CHECK(s1[0] == 0.0f && fabsf(s1[1] - 1.9544997f) < 1e-5f);
+  CHECK(xhal_gelu_and_mul_packed(&tpk, &ts2, 1, NULL) == XHAL_OK); /* tanh */
+  CHECK(s2[0] == 0.0f && fabsf(s2[1] - 1.9545977f) < 1e-5f);
+  CHECK(xhal_gelu_and_mul(&tg, &tu, &ts1, 7, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
   /* attention_varlen with one sequence of one token returns v. */
   float vq[4] = {1, 0, 0, 0}, vk[4] = {1, 0, 0, 0}, vv[4] = {9, 8, 7, 6}, vo[4];
   int32_t cu[2] = {0, 1};

@@ -65,6 +65,7 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_rms_norm": [_P, _P, ctypes.c_float, _P, _P],
     "xhal_fused_add_rms_norm": [_P, _P, _P, ctypes.c_float, _P, _P],
     "xhal_swiglu": [_P, _P, _P, _P],
+    "xhal_gelu_and_mul_packed": [_P, _P, ctypes.c_int32, _P],
     "xhal_rope": [_P, _P, _P, _P, ctypes.c_int32, _P],
     "xhal_attention": [_P, _P, _P, _P, _PARAMS, _P, _P],
     "xhal_paged_attention": [_P, _P, _P, _P, _P, _P, _PARAMS, _P],
@@ -299,6 +300,16 @@ def _silu_mul(g, u):
     return F.silu(g) * u
 
 
+def _gelu_mul_packed(x):  # vLLM's layout: gate and up the halves of one row
+    g, u = x.chunk(2, dim=-1)
+    return F.gelu(g) * u
+
+
+def _gelu_tanh_mul_packed(x):
+    g, u = x.chunk(2, dim=-1)
+    return F.gelu(g, approximate="tanh") * u
+
+
 def _neox_rotate(x, cos, sin):
     half = cos.shape[-1]
     x1, x2 = x[..., :half].float(), x[..., half:2 * half].float()
@@ -333,7 +344,7 @@ def _merge_attention_states(out_a, lse_a, out_b, lse_b):
 
 
 COMPILED = {fn: maybe_compile(fn)
-            for fn in (_rms_norm, _add_rms_norm, _silu_mul, _rope_neox, _cross_entropy, _linear, _embedding,
+            for fn in (_rms_norm, _add_rms_norm, _silu_mul, _gelu_mul_packed, _gelu_tanh_mul_packed, _rope_neox, _cross_entropy, _linear, _embedding,
                        _merge_attention_states)}
 
 
@@ -414,6 +425,14 @@ def case_swiglu(ctx, M, N):
     run = ctx.xhal.op("xhal_swiglu", g, u, out)
     return run_case(ctx, lambda: (run, [out]), peers_of("eager", _silu_mul, g, u), [out],
                     3 * M * N * 2, "GB/s", "copy")
+
+
+def case_gelu_and_mul_packed(ctx, M, N, tanh):
+    x = randn(M, 2 * N, scale=2.0)
+    out = torch.empty(M, N, device=DEVICE, dtype=DTYPE)
+    run = ctx.xhal.op("xhal_gelu_and_mul_packed", x, out, int(tanh))
+    fn = _gelu_tanh_mul_packed if tanh else _gelu_mul_packed
+    return run_case(ctx, lambda: (run, [out]), peers_of("eager", fn, x), [out], 3 * M * N * 2, "GB/s", "copy")
 
 
 def rope_cache(max_pos, rotary_dim, theta=10000.0):
@@ -774,6 +793,10 @@ def run_cases(ctx, shapes):
                      ("swiglu", case_swiglu)):
         for M, N in shapes["elementwise"]:
             section(ctx, op, f"{M}x{N}", case, M, N)
+    for M, N in shapes["elementwise"]:
+        for tanh in (False, True):
+            section(ctx, "gelu_and_mul_packed", f"{M}x{N} {'tanh' if tanh else 'erf'}", case_gelu_and_mul_packed,
+                    M, N, tanh)
     for T in shapes["rope"]:
         section(ctx, "rope_neox", f"T{T} H32/8 D128", case_rope, T)
     for op, case in (("rms_norm_backward", case_rms_norm_backward),

@@ -38,14 +38,17 @@ extern "C" {
   OP(ATTENTION_BACKWARD, attention_backward, xhal_attention_op_params)               \
   OP(ATTENTION_VARLEN_BACKWARD, attention_varlen_backward, xhal_attention_op_params) \
   OP(MERGE_ATTENTION_STATES, merge_attention_states, void)                           \
-  OP(KV_CACHE_WRITE, kv_cache_write, void)
+  OP(KV_CACHE_WRITE, kv_cache_write, void)                                           \
+  OP(GELU_AND_MUL, gelu_and_mul, xhal_gelu_op_params)                                \
+  OP(GELU_AND_MUL_PACKED, gelu_and_mul_packed, xhal_gelu_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
  * NULL for paged_attention) so that one kernel can serve all three, and so do each forward op and
  * the others of its family: rms_norm_backward and its fused form share dout, x|residual, weight,
  * dx, dweight at 0-4, the swiglu backward ops dout at 0, their input at 1 and its gradient at 3,
- * and rope_backward has rope's slots. cross_entropy_backward reads the forward's lse at the
+ * the gelu_and_mul ops swiglu's slots (one kernel serves the gated activations), and
+ * rope_backward has rope's slots. cross_entropy_backward reads the forward's lse at the
  * forward's slot and its dloss at the forward's loss slot, embedding_backward its dout at the
  * forward's out slot; the attention backward ops read the forward's tensors at its slots (so the
  * forward kernels' row accessors serve them) and their gradients at 7-10. A backward op's
@@ -175,7 +178,12 @@ extern "C" {
   TENSOR(KV_CACHE_WRITE, V, v, 1, XHAL_ROLE_IN, 0)                                  \
   TENSOR(KV_CACHE_WRITE, SLOT_MAPPING, slot_mapping, 2, XHAL_ROLE_IN, 0)            \
   TENSOR(KV_CACHE_WRITE, K_CACHE, k_cache, 3, XHAL_ROLE_INOUT, 0)                   \
-  TENSOR(KV_CACHE_WRITE, V_CACHE, v_cache, 4, XHAL_ROLE_INOUT, 0)
+  TENSOR(KV_CACHE_WRITE, V_CACHE, v_cache, 4, XHAL_ROLE_INOUT, 0)                   \
+  TENSOR(GELU_AND_MUL, GATE, gate, 0, XHAL_ROLE_IN, 0)                              \
+  TENSOR(GELU_AND_MUL, UP, up, 1, XHAL_ROLE_IN, 0)                                  \
+  TENSOR(GELU_AND_MUL, OUT, out, 2, XHAL_ROLE_OUT, 0)                               \
+  TENSOR(GELU_AND_MUL_PACKED, X, x, 0, XHAL_ROLE_IN, 0)                             \
+  TENSOR(GELU_AND_MUL_PACKED, OUT, out, 2, XHAL_ROLE_OUT, 0)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the
@@ -256,6 +264,16 @@ typedef struct xhal_embedding_op_params {
   uint32_t struct_size;
   int64_t padding_idx; /* tokens with this id add nothing to the gradient; < 0: none */
 } xhal_embedding_op_params;
+
+typedef enum xhal_gelu_approximation {
+  XHAL_GELU_ERF = 0, /* x/2 (1 + erf(x / sqrt 2)), exact */
+  XHAL_GELU_TANH = 1 /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+} xhal_gelu_approximation;
+
+typedef struct xhal_gelu_op_params {
+  uint32_t struct_size;
+  int32_t approximation; /* xhal_gelu_approximation */
+} xhal_gelu_op_params;
 
 typedef struct xhal_grad_norm_op_params {
   uint32_t struct_size;

@@ -93,6 +93,15 @@ void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out,
 // x[...,2N]: gate = first half, up = second half; out[...,N].
 void swiglu_packed(const TensorView& x, const TensorView& out, const Stream* stream = nullptr);
 
+// GeGLU: out = gelu(gate) * up, gelu exact (erf) or its tanh approximation (GPT-2's, Gemma's
+// gelu_pytorch_tanh).
+enum class GeluApproximation : int32_t { erf = 0, tanh = 1 };  // xhal_gelu_approximation's values
+void gelu_and_mul(const TensorView& gate, const TensorView& up, const TensorView& out,
+                  GeluApproximation approximation = GeluApproximation::erf, const Stream* stream = nullptr);
+// x[...,2N]: gate = first half, up = second half; out[...,N].
+void gelu_and_mul_packed(const TensorView& x, const TensorView& out,
+                         GeluApproximation approximation = GeluApproximation::erf, const Stream* stream = nullptr);
+
 // In place on the first rotary_dim features of q[T,Hq,D] and k[T,Hkv,D]; positions[T] i32|i64;
 // cos_sin_cache[max_pos, rotary_dim] f32 from rope_cache().
 void rope(const TensorView& q, const TensorView& k, const TensorView& positions, const TensorView& cos_sin_cache,
@@ -101,6 +110,7 @@ void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
 // cache[max_pos, rotary_dim] f32 on `device`: row p = [cos(p*f_i)..., sin(p*f_i)...],
 // f_i = theta^(-2i/rotary_dim).
 Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, Device device = Device::cpu());
+
 
 // out[M,N] = x[M,K] @ w[N,K]^T + bias[N] (optional).
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& out,

@@ -64,6 +64,10 @@ xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual,
                                     const DLTensor* out, void* stream);
 xhal_status xhal_swiglu(const DLTensor* gate, const DLTensor* up, const DLTensor* out, void* stream);
 xhal_status xhal_swiglu_packed(const DLTensor* x, const DLTensor* out, void* stream);
+/* out = gelu(gate) * up; approximation 0: exact (erf), 1: the tanh approximation. */
+xhal_status xhal_gelu_and_mul(const DLTensor* gate, const DLTensor* up, const DLTensor* out, int32_t approximation,
+                              void* stream);
+xhal_status xhal_gelu_and_mul_packed(const DLTensor* x, const DLTensor* out, int32_t approximation, void* stream);
 /* neox: 1 rotates halves, 0 rotates interleaved pairs (gptj). */
 xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* positions, const DLTensor* cos_sin_cache,
                       int32_t neox, void* stream);

@@ -31,7 +31,7 @@ inline constexpr float kExp2Poly<5>[6] = {1.00000012f,   0.693147182f,   0.24022
                                           0.0555035695f, 0.00967603177f, 0.00133908633f};
 
 // e[k] = 2^(a[k] * b) for a[k] * b in [-126, 126] (callers clamp), the kN computations advanced
-// step by step together (see silu_times). AVX-512: n = round(a b), f = a b - n by one fused
+// step by step together (see times_sigmoid). AVX-512: n = round(a b), f = a b - n by one fused
 // multiply-subtract, the polynomial, one vscalefps. Elsewhere: a b + 1.5 * 2^23 rounds a b to the
 // nearest integer n in the sum's low mantissa bits (one instruction where Round and a checked
 // float-to-int conversion take six), and (n + 127) << 23 is 2^n's bits (the sum's exponent bits
@@ -73,27 +73,26 @@ HWY_INLINE VF exp2_on_range(VF x) {
   return e[0];
 }
 
-// v[k] = silu(g[k]) * u[k] for k < kN, silu(g) = g / (1 + e^-g) with e^-g = 2^(-g log2 e), g
-// clamped to [-87, 87] for it (beyond, silu(g) is g in f32, or under 2e-36 in magnitude), the
+// v[k] = p[k] / (1 + e^-y[k]) (p times the logistic sigmoid of y) for k < kN, with e^-y = 2^(-y
+// log2 e), y clamped to [-87, 87] for it (beyond, the sigmoid is 1 in f32, or under 2e-38), the
 // reciprocal from the hardware estimate (relative error 2^-12 on AVX2, 2^-14 on AVX-512: below
-// bf16's rounding), refined once by Newton when kRefine (f32), and g u formed beside the
-// exponential, not after it.
+// bf16's rounding), refined once by Newton when kRefine (f32). silu(g) u is p = g u, y = g; callers
+// form p beside the exponential, not after it.
 // The kN chains (each ~15 dependent instructions) advance step by step together: issued one after
 // the other, they fill the core's scheduler with instructions waiting on their predecessors and
 // leave its pipes idle (Zen 3: four chains at a time 1.2x faster than two).
 template <int kN, int kDegree, bool kRefine>
-HWY_INLINE void silu_times(VF (&v)[kN], const VF (&g)[kN], const VF (&u)[kN]) {
+HWY_INLINE void times_sigmoid(VF (&v)[kN], const VF (&y)[kN], const VF (&p)[kN]) {
   const DF df;
   const auto lo = hn::Set(df, -87.0f), hi = hn::Set(df, 87.0f), minus_log2e = hn::Set(df, -1.44269504088896341f);
-  VF clamped[kN], d[kN], gu[kN];
-  for (int k = 0; k < kN; ++k) gu[k] = hn::Mul(g[k], u[k]);
-  for (int k = 0; k < kN; ++k) clamped[k] = hn::Min(hn::Max(g[k], lo), hi);
+  VF clamped[kN], d[kN];
+  for (int k = 0; k < kN; ++k) clamped[k] = hn::Min(hn::Max(y[k], lo), hi);
   exp2_of_products<kDegree>(d, clamped, minus_log2e);
   for (int k = 0; k < kN; ++k) d[k] = hn::Add(d[k], hn::Set(df, 1.0f));
   for (int k = 0; k < kN; ++k) {
     auto r = hn::ApproximateReciprocal(d[k]);
     if constexpr (kRefine) r = hn::Mul(r, hn::NegMulAdd(d[k], r, hn::Set(df, 2.0f)));
-    v[k] = hn::Mul(gu[k], r);
+    v[k] = hn::Mul(p[k], r);
   }
 }
 

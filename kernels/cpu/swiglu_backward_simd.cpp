@@ -19,7 +19,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-// g clamped to [-87, 87] for the exponential (as silu_times does); the products use g itself, so
+// g clamped to [-87, 87] for the exponential (as times_sigmoid does); the products use g itself, so
 // a NaN gate stays NaN in both gradients.
 template <class E, bool kStream>
 void swiglu_backward_row(const typename E::Storage* dout, const typename E::Storage* gate,

@@ -233,6 +233,27 @@ xhal_status xhal_swiglu_packed(const DLTensor* x, const DLTensor* out, void* str
   });
 }
 
+xhal_status xhal_gelu_and_mul(const DLTensor* gate, const DLTensor* up, const DLTensor* out, int32_t approximation,
+                              void* stream) {
+  return guarded([&] {
+    constexpr auto op = xhal::Op::gelu_and_mul;
+    auto o = view(out, op, XHAL_GELU_AND_MUL_OUT);
+    auto s = stream_for(o, stream);
+    xhal::ops::gelu_and_mul(view(gate, op, XHAL_GELU_AND_MUL_GATE), view(up, op, XHAL_GELU_AND_MUL_UP), o,
+                            xhal::ops::GeluApproximation(approximation), ptr(s));
+  });
+}
+
+xhal_status xhal_gelu_and_mul_packed(const DLTensor* x, const DLTensor* out, int32_t approximation, void* stream) {
+  return guarded([&] {
+    constexpr auto op = xhal::Op::gelu_and_mul_packed;
+    auto o = view(out, op, XHAL_GELU_AND_MUL_PACKED_OUT);
+    auto s = stream_for(o, stream);
+    xhal::ops::gelu_and_mul_packed(view(x, op, XHAL_GELU_AND_MUL_PACKED_X), o,
+                                   xhal::ops::GeluApproximation(approximation), ptr(s));
+  });
+}
+
 xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* positions, const DLTensor* cos_sin_cache,
                       int32_t neox, void* stream) {
   return guarded([&] {

@@ -92,9 +92,9 @@ TEST_P(Conformance, NonFiniteInputs) {
     expect_close_nan_for_nan(residual.download("residual"), expected.residual, dtype(), "fused_add_rms_norm residual");
   }
   {
-    // NaN in gate and in up, +inf in gate, and infinities in up against finite gates.
-    auto gate =
-        TestTensor::random({M, N}, dtype(), device(), rng(), -6, 6).with({{5, nan}, {N + 9, inf}, {3 * N + 515, -nan}});
+    // NaN in gate and in up, both infinities in gate, and infinities in up against finite gates.
+    auto gate = TestTensor::random({M, N}, dtype(), device(), rng(), -6, 6)
+                    .with({{5, nan}, {N + 9, inf}, {N + 10, -inf}, {3 * N + 515, -nan}, {3 * N + 517, -inf}});
     auto up = random({M, N}).with({{6, nan}, {2 * N + 30, inf}, {2 * N + 31, -inf}, {3 * N + 519, nan}});
     auto out = filled(M, N);
     ops::swiglu(gate, up, out);

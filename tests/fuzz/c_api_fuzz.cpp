@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 14);
+  const int op = in.ConsumeIntegralInRange<int>(0, 16);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -226,6 +226,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 14: call = [&] { return xhal_kv_cache_write(t[0], t[1], t[5], t[2], t[3], nullptr); }; break;
+    case 15:
+    case 16: {
+      const int32_t approximation = in.ConsumeIntegralInRange<int32_t>(-1, 2);
+      call = [&, approximation, op] {
+        return op == 15 ? xhal_gelu_and_mul(t[0], t[1], t[2], approximation, nullptr)
+                        : xhal_gelu_and_mul_packed(t[0], t[2], approximation, nullptr);
+      };
+      break;
+    }
     default: {  // the device functions, with random names and buffer sizes
       name = in.ConsumeRandomLengthString(24);
       const size_t len = in.ConsumeIntegralInRange<size_t>(0, sizeof buffer);

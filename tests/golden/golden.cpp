@@ -237,8 +237,12 @@ std::vector<double> swiglu(const std::vector<double>& gate, const std::vector<do
   return out;
 }
 
-std::vector<double> swiglu_packed(const std::vector<double>& x, int64_t N) {
-  require(N > 0 && x.size() % sz(2 * N) == 0, "swiglu_packed: x must be [M,2N]");
+namespace {
+
+// x[M,2N] split into its halves, gate and up, each [M,N].
+std::pair<std::vector<double>, std::vector<double>> split_halves(const std::vector<double>& x, int64_t N,
+                                                                 const char* op) {
+  require(N > 0 && x.size() % sz(2 * N) == 0, std::string(op) + ": x must be [M,2N]");
   const size_t M = x.size() / sz(2 * N);
   std::vector<double> gate(M * sz(N)), up(M * sz(N));
   for (size_t m = 0; m < M; ++m)
@@ -246,7 +250,33 @@ std::vector<double> swiglu_packed(const std::vector<double>& x, int64_t N) {
       gate[m * sz(N) + n] = x[m * sz(2 * N) + n];
       up[m * sz(N) + n] = x[m * sz(2 * N) + sz(N) + n];
     }
+  return {gate, up};
+}
+
+}  // namespace
+
+std::vector<double> swiglu_packed(const std::vector<double>& x, int64_t N) {
+  const auto [gate, up] = split_halves(x, N, "swiglu_packed");
   return swiglu(gate, up);
+}
+
+std::vector<double> gelu_and_mul(const std::vector<double>& gate, const std::vector<double>& up, bool tanh) {
+  require(gate.size() == up.size(), "gelu_and_mul: gate and up differ in size");
+  std::vector<double> out(gate.size());
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double x = gate[i];
+    // x/2 (1 + tanh z) as x sigmoid(2 z) and x/2 (1 + erf(x / sqrt 2)) as x/2 erfc(-x / sqrt 2): no
+    // cancellation for negative x (tanh z rounds to -1 below z = -19 even in float64).
+    const double z = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+    const double gelu = tanh ? x / (1.0 + std::exp(-2.0 * z)) : 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    out[i] = gelu * up[i];
+  }
+  return out;
+}
+
+std::vector<double> gelu_and_mul_packed(const std::vector<double>& x, int64_t N, bool tanh) {
+  const auto [gate, up] = split_halves(x, N, "gelu_and_mul_packed");
+  return gelu_and_mul(gate, up, tanh);
 }
 
 std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta) {

@@ -93,10 +93,14 @@ std::vector<double> swiglu(const std::vector<double>& gate, const std::vector<do
 
 // x[M,2N] -> out[M,N]: gate = first N of each row, up = last N.
 std::vector<double> swiglu_packed(const std::vector<double>& x, int64_t N);
+// out = gelu(gate) * up: exact (erf), or the tanh approximation when `tanh`; packed as swiglu's.
+std::vector<double> gelu_and_mul(const std::vector<double>& gate, const std::vector<double>& up, bool tanh);
+std::vector<double> gelu_and_mul_packed(const std::vector<double>& x, int64_t N, bool tanh);
 
 // -> cache[max_pos, rotary_dim]; with f_i = theta^(-2i/rotary_dim), i < rotary_dim/2,
 // row p = [cos(p f_0) .. cos(p f_{r/2-1}), sin(p f_0) .. sin(p f_{r/2-1})]. rotary_dim even.
 std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta);
+
 
 // In place on x[T,H,D], T = positions.size(), with cache[max_pos, rotary_dim] from rope_cache.
 // Rotates the first rotary_dim features of each head by c = cache[p][i], s = cache[p][r/2+i]:

@@ -1,13 +1,15 @@
-// swiglu and swiglu_packed on the GPU: blocks loop over rows, threads over 16-byte vectors of a
-// row (scalars when rows are not aligned). One read of gate and up, one write of out.
+// The gated activations on the GPU (swiglu and gelu_and_mul, separate or packed): blocks loop over
+// rows, threads over 16-byte vectors of a row (scalars when rows are not aligned). One read of gate
+// and up, one write of out; the formulas of kernels/gated_activation.hpp.
+#include "kernels/gated_activation.hpp"
 #include "launch.cuh"
 
 namespace xhal::gpu {
 namespace {
 
-template <class E, int VEC>
-__global__ void swiglu_kernel(const typename E::T* gate, RowLayout gl, const typename E::T* up, RowLayout ul,
-                              int64_t up_offset, typename E::T* out, RowLayout ol) {
+template <class E, class Act, int VEC>
+__global__ void gated_kernel(const typename E::T* gate, RowLayout gl, const typename E::T* up, RowLayout ul,
+                             int64_t up_offset, typename E::T* out, RowLayout ol) {
   using T = typename E::T;
   const int64_t vecs = ol.cols / VEC;
   for (int64_t row = blockIdx.x; row < ol.rows; row += gridDim.x) {
@@ -25,7 +27,7 @@ __global__ void swiglu_kernel(const typename E::T* gate, RowLayout gl, const typ
       }
       for (int k = 0; k < VEC; ++k) {
         const float x = E::load(gv[k]);
-        ov[k] = E::store(x / (1.0f + __expf(-x)) * E::load(uv[k]));
+        ov[k] = E::store(Act::apply(x) * E::load(uv[k]));
       }
       if constexpr (VEC > 1) {
         Vec<E> r;
@@ -39,16 +41,17 @@ __global__ void swiglu_kernel(const typename E::T* gate, RowLayout gl, const typ
 }
 
 // gate and up are separate tensors, or (packed) the two halves of one row.
-template <class E, bool kPacked>
-struct SwigluKernel {
+template <class E>
+struct GatedActivation {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     using T = typename E::T;
+    const bool packed = kernels::gated_packed(c);
     const DLTensor* gate = c->tensors[XHAL_SWIGLU_GATE];
-    const DLTensor* up = kPacked ? gate : c->tensors[XHAL_SWIGLU_UP];
+    const DLTensor* up = packed ? gate : c->tensors[XHAL_SWIGLU_UP];
     const DLTensor* out = c->tensors[XHAL_SWIGLU_OUT];
     const RowLayout ol = row_layout(out);
     if (ol.rows == 0 || ol.cols == 0) return XHAL_OK;
-    const int64_t up_offset = kPacked ? ol.cols : 0;
+    const int64_t up_offset = packed ? ol.cols : 0;
     const bool vectorizable =
         rows_vectorizable(gate, ol.cols) && rows_vectorizable(out, ol.cols) && rows_vectorizable(up, ol.cols);
     const int threads = block_threads(ol.cols / 8, 256);
@@ -58,24 +61,24 @@ struct SwigluKernel {
           static_cast<const T*>(gate->data), row_layout(gate), static_cast<const T*>(up->data), row_layout(up),
           up_offset, static_cast<T*>(out->data), ol);
     };
-    if (vectorizable)
-      go(swiglu_kernel<E, Vec<E>::kVec>);
-    else
-      go(swiglu_kernel<E, 1>);
-    return launch_status(msg, len, kPacked ? "swiglu_packed" : "swiglu");
+    kernels::with_gated_activation(c, [&](auto act) {
+      using Act = decltype(act);
+      if (vectorizable)
+        go(gated_kernel<E, Act, Vec<E>::kVec>);
+      else
+        go(gated_kernel<E, Act, 1>);
+    });
+    return launch_status(msg, len, kernels::gated_op_name(c));
   }
 };
-
-template <class E>
-using Swiglu = SwigluKernel<E, false>;
-template <class E>
-using SwigluPacked = SwigluKernel<E, true>;
 
 }  // namespace
 
 XHAL_REGISTER_KERNELS(host) {
-  register_float_kernels<Swiglu>(host, XHAL_GPU_BACKEND ".swiglu", XHAL_OP_SWIGLU);
-  register_float_kernels<SwigluPacked>(host, XHAL_GPU_BACKEND ".swiglu_packed", XHAL_OP_SWIGLU_PACKED);
+  register_float_kernels<GatedActivation>(host, XHAL_GPU_BACKEND ".swiglu", XHAL_OP_SWIGLU);
+  register_float_kernels<GatedActivation>(host, XHAL_GPU_BACKEND ".swiglu_packed", XHAL_OP_SWIGLU_PACKED);
+  register_float_kernels<GatedActivation>(host, XHAL_GPU_BACKEND ".gelu_and_mul", XHAL_OP_GELU_AND_MUL);
+  register_float_kernels<GatedActivation>(host, XHAL_GPU_BACKEND ".gelu_and_mul_packed", XHAL_OP_GELU_AND_MUL_PACKED);
 }
 
 }  // namespace xhal::gpu
