@@ -232,6 +232,31 @@ const std::vector<BadCall>& bad_calls() {
        }},
       {"rope_cache theta", Errc::invalid_argument, "rope_cache", "theta",
        [](Buffers&) { ops::rope_cache(16, 64, -1.0); }},
+      {"rope_cache scaling factor", Errc::invalid_argument, "rope_cache", "scaling.factor",
+       [](Buffers&) {
+         ops::RopeScaling s;
+         s.type = ops::RopeScaling::Type::linear;
+         s.factor = 0.0;
+         ops::rope_cache(16, 64, 10000.0, s);
+       }},
+      {"rope_cache yarn betas", Errc::invalid_argument, "rope_cache", "scaling.beta_fast",
+       [](Buffers&) {
+         ops::RopeScaling s;
+         s.type = ops::RopeScaling::Type::yarn;
+         s.factor = 4.0;
+         s.original_max_position = 4096;
+         s.beta_fast = 0.5;
+         ops::rope_cache(16, 64, 10000.0, s);
+       }},
+      {"rope_cache llama3 bands", Errc::invalid_argument, "rope_cache", "scaling.high_freq_factor",
+       [](Buffers&) {
+         ops::RopeScaling s;
+         s.type = ops::RopeScaling::Type::llama3;
+         s.factor = 8.0;
+         s.original_max_position = 8192;
+         s.high_freq_factor = 1.0;
+         ops::rope_cache(16, 64, 10000.0, s);
+       }},
       // linear
       {"w in features", Errc::invalid_argument, "linear", "w",
        [](Buffers& b) {

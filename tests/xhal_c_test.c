@@ -123,6 +123,22 @@ int main(void) {
   int64_t huge[2] = {((int64_t)1 << 61) + 1, 2};
   DLTensor thuge = tensor(cache, f32, 2, huge);
   CHECK(xhal_rope_cache(huge[0], 2, 10000.0, &thuge) == XHAL_ERR_INVALID_ARGUMENT);
+  /* rope_cache_scaled: linear by 2 halves the frequencies (row 2 of the scaled cache is row 1 of
+   * the plain one); no scaling, an unknown type and a llama3 scaling without its original context
+   * are refused. */
+  float scaled[8][4];
+  DLTensor tsc = tensor(scaled, f32, 2, cs);
+  xhal_rope_scaling linear = {1, 2.0, 0, 1.0, 4.0, 32.0, 1.0, 0.0};
+  CHECK(xhal_rope_cache_scaled(8, 4, 10000.0, &linear, &tsc) == XHAL_OK);
+  CHECK(fabsf(scaled[2][0] - cache[1][0]) < 1e-6f && fabsf(scaled[2][2] - cache[1][2]) < 1e-6f);
+  CHECK(xhal_rope_cache_scaled(8, 4, 10000.0, NULL, &tsc) == XHAL_ERR_INVALID_ARGUMENT);
+  xhal_rope_scaling unknown = linear, llama3 = linear;
+  unknown.type = 4;
+  llama3.type = 2;
+  CHECK(xhal_rope_cache_scaled(8, 4, 10000.0, &unknown, &tsc) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "scaling.type") != NULL);
+  CHECK(xhal_rope_cache_scaled(8, 4, 10000.0, &llama3, &tsc) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "original_max_position") != NULL);
   int32_t pos[1] = {0};
   int64_t ps[1] = {1}, hs[3] = {1, 1, 4};
   DLTensor tp = tensor(pos, i32, 1, ps), th = tensor(v, f32, 3, hs), tk2 = tensor(k, f32, 3, hs);

@@ -111,6 +111,22 @@ void rope(const TensorView& q, const TensorView& k, const TensorView& positions,
 // f_i = theta^(-2i/rotary_dim).
 Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, Device device = Device::cpu());
 
+// Context-extension scaling of the rope frequencies, with the fields of a Hugging Face config's
+// "rope_scaling" (docs/ops.md, "rope, rope_cache"). Fields a type does not use are ignored.
+struct RopeScaling {
+  enum class Type { none, linear, llama3, yarn };
+  Type type = Type::none;
+  double factor = 1.0;  // linear, llama3, yarn: > 0
+  int64_t original_max_position = 0;  // llama3, yarn: original_max_position_embeddings, > 0
+  double low_freq_factor = 1.0;  // llama3
+  double high_freq_factor = 4.0;  // llama3: > low_freq_factor
+  double beta_fast = 32.0, beta_slow = 1.0;  // yarn: rotations bounding the blend, beta_fast > beta_slow
+  double attention_factor = 0.0;  // yarn: scales cos and sin; 0: 0.1 ln(factor) + 1 (1 if factor <= 1)
+};
+// The cache with f_i scaled: linear f_i / factor; llama3 Llama 3.1's wavelength bands; yarn
+// YaRN's blend of f_i and f_i / factor by rotation count, cos and sin times attention_factor.
+Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const RopeScaling& scaling,
+                  Device device = Device::cpu());
 
 // out[M,N] = x[M,K] @ w[N,K]^T + bias[N] (optional).
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& out,

@@ -73,6 +73,18 @@ xhal_status xhal_rope(const DLTensor* q, const DLTensor* k, const DLTensor* posi
                       int32_t neox, void* stream);
 /* Fills out[max_pos, rotary_dim] (f32, on any device) with the rope cos/sin table. */
 xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out);
+/* The same with the frequencies scaled for context extension (docs/ops.md): type 0 none, 1 linear,
+ * 2 llama3, 3 yarn; the other fields as a Hugging Face config's "rope_scaling" names them. */
+typedef struct xhal_rope_scaling {
+  int32_t type;
+  double factor;
+  int64_t original_max_position_embeddings;
+  double low_freq_factor, high_freq_factor; /* llama3 */
+  double beta_fast, beta_slow; /* yarn */
+  double attention_factor; /* yarn; 0: 0.1 ln(factor) + 1 */
+} xhal_rope_scaling;
+xhal_status xhal_rope_cache_scaled(int64_t max_pos, int64_t rotary_dim, double theta, const xhal_rope_scaling* scaling,
+                                   const DLTensor* out);
 xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bias, const DLTensor* out, void* stream);
 
 /* Gradients: see the Gradients section of docs/ops.md. */

@@ -487,20 +487,53 @@ xhal_status xhal_embedding_backward(const DLTensor* ids, const DLTensor* dout, c
 
 void xhal_set_deterministic(int32_t on) { xhal::registry::set_deterministic(on != 0); }
 
+namespace {
+
+void fill_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const xhal::ops::RopeScaling& scaling,
+                     const DLTensor* out, const char* api) {
+  auto o = view(out, "rope_cache", "out");
+  if (o.dtype() != xhal::DType::f32 || o.ndim() != 2 || o.size(0) != max_pos || o.size(1) != rotary_dim ||
+      !o.is_contiguous()) {
+    throw xhal::Error(
+        xhal::Errc::invalid_argument,
+        fmt::format("{}: argument 'out': expected a contiguous f32 tensor of shape [max_pos, rotary_dim]", api));
+  }
+  if (o.numel() > 0 && o.data() == nullptr) {
+    throw xhal::Error(xhal::Errc::invalid_argument,
+                      fmt::format("{}: argument 'out': expected data for a non-empty tensor, got NULL", api));
+  }
+  xhal::copy(o, xhal::ops::rope_cache(max_pos, rotary_dim, theta, scaling, o.device()));
+}
+
+}  // namespace
+
 xhal_status xhal_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const DLTensor* out) {
+  return guarded([&] { fill_rope_cache(max_pos, rotary_dim, theta, {}, out, "xhal_rope_cache"); });
+}
+
+xhal_status xhal_rope_cache_scaled(int64_t max_pos, int64_t rotary_dim, double theta, const xhal_rope_scaling* scaling,
+                                   const DLTensor* out) {
   return guarded([&] {
-    auto o = view(out, "rope_cache", "out");
-    if (o.dtype() != xhal::DType::f32 || o.ndim() != 2 || o.size(0) != max_pos || o.size(1) != rotary_dim ||
-        !o.is_contiguous()) {
+    if (scaling == nullptr) {
       throw xhal::Error(xhal::Errc::invalid_argument,
-                        "xhal_rope_cache: argument 'out': expected a contiguous f32 tensor of shape "
-                        "[max_pos, rotary_dim]");
+                        "xhal_rope_cache_scaled: argument 'scaling': expected a xhal_rope_scaling, got NULL");
     }
-    if (o.numel() > 0 && o.data() == nullptr) {
+    if (scaling->type < 0 || scaling->type > 3) {
       throw xhal::Error(xhal::Errc::invalid_argument,
-                        "xhal_rope_cache: argument 'out': expected data for a non-empty tensor, got NULL");
+                        fmt::format("xhal_rope_cache_scaled: argument 'scaling.type': expected 0 (none), 1 (linear), "
+                                    "2 (llama3) or 3 (yarn), got {}",
+                                    scaling->type));
     }
-    xhal::copy(o, xhal::ops::rope_cache(max_pos, rotary_dim, theta, o.device()));
+    xhal::ops::RopeScaling s;
+    s.type = xhal::ops::RopeScaling::Type(scaling->type);
+    s.factor = scaling->factor;
+    s.original_max_position = scaling->original_max_position_embeddings;
+    s.low_freq_factor = scaling->low_freq_factor;
+    s.high_freq_factor = scaling->high_freq_factor;
+    s.beta_fast = scaling->beta_fast;
+    s.beta_slow = scaling->beta_slow;
+    s.attention_factor = scaling->attention_factor;
+    fill_rope_cache(max_pos, rotary_dim, theta, s, out, "xhal_rope_cache_scaled");
   });
 }
 

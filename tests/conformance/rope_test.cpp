@@ -92,5 +92,82 @@ TEST_P(Conformance, RopeCache) {
   expect_close(std::vector<double>(got.begin(), got.end()), expected, DType::f32, "cache");
 }
 
+// rope_cache with each rope_scaling type against the float64 golden (transformers' formulas), at
+// positions past the original context where the scaled low frequencies differ most.
+TEST_P(Conformance, RopeCacheScaled) {
+  using Type = ops::RopeScaling::Type;
+  struct Case {
+    const char* name;
+    Type type;
+    golden::RopeScaling g;
+    double theta;
+    int64_t rotary_dim;
+  };
+  const Case cases[] = {
+      {"linear", Type::linear, {"linear", 4.0}, 10000.0, 64},
+      {"llama3", Type::llama3, {"llama3", 8.0, 8192, 1.0, 4.0}, 500000.0, 128},
+      {"yarn", Type::yarn, {"yarn", 4.0, 4096}, 10000.0, 128},
+      {"yarn, attention_factor and betas", Type::yarn, {"yarn", 16.0, 2048, 1, 4, 16.0, 2.0, 1.25}, 1000000.0, 62},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ops::RopeScaling scaling;
+    scaling.type = c.type;
+    scaling.factor = c.g.factor;
+    scaling.original_max_position = c.g.original_max_position;
+    scaling.low_freq_factor = c.g.low_freq_factor;
+    scaling.high_freq_factor = c.g.high_freq_factor;
+    scaling.beta_fast = c.g.beta_fast;
+    scaling.beta_slow = c.g.beta_slow;
+    scaling.attention_factor = c.g.attention_factor;
+    Tensor cache = ops::rope_cache(9000, c.rotary_dim, c.theta, scaling, device());
+    std::vector<float> got(static_cast<size_t>(cache.numel()));
+    cache.copy_to_host(got.data());
+    expect_close(std::vector<double>(got.begin(), got.end()), golden::rope_cache(9000, c.rotary_dim, c.theta, c.g),
+                 DType::f32, "cache");
+  }
+}
+
+// The frequencies of Llama 3.1 8B's and of a YaRN config, read back from row 1 of the cache
+// (angle f_i): values computed in Python from transformers' llama3 and yarn initialisations.
+TEST_P(Conformance, RopeCacheScaledKnownFrequencies) {
+  auto frequencies = [&](const ops::RopeScaling& scaling, double theta, double magnitude) {
+    Tensor cache = ops::rope_cache(2, 128, theta, scaling, device());
+    std::vector<float> rows(256);
+    cache.copy_to_host(rows.data());
+    std::vector<double> f(64);
+    for (size_t i = 0; i < 64; ++i) {
+      EXPECT_NEAR(std::hypot(rows[128 + i], rows[128 + 64 + i]), magnitude, 1e-6) << "|row 1| at " << i;
+      f[i] = std::atan2(rows[128 + 64 + i], rows[128 + i]);
+    }
+    return f;
+  };
+  ops::RopeScaling llama3;
+  llama3.type = ops::RopeScaling::Type::llama3;
+  llama3.factor = 8.0;
+  llama3.original_max_position = 8192;
+  const auto f = frequencies(llama3, 500000.0, 1.0);
+  const std::pair<size_t, double> llama3_expected[] = {{0, 1.0},
+                                                       {20, 0.016560440080994446},
+                                                       {29, 0.002166570763503359},
+                                                       {31, 0.0008567514129196321},
+                                                       {34, 0.00017850781276799638},
+                                                       {40, 3.428102195952591e-05},
+                                                       {63, 3.068925988914511e-07}};
+  for (const auto& [i, expected] : llama3_expected) EXPECT_NEAR(f[i], expected, 2e-7 * expected) << "llama3 f_" << i;
+  ops::RopeScaling yarn;
+  yarn.type = ops::RopeScaling::Type::yarn;
+  yarn.factor = 4.0;
+  yarn.original_max_position = 4096;
+  const auto g = frequencies(yarn, 10000.0, 1.138629436111989);  // 0.1 ln 4 + 1
+  const std::pair<size_t, double> yarn_expected[] = {{0, 1.0},
+                                                     {15, 0.1154781984689458},
+                                                     {20, 0.056234132519034905},
+                                                     {30, 0.009488517882700576},
+                                                     {40, 0.0013378867023789293},
+                                                     {63, 2.8869549617236455e-05}};
+  for (const auto& [i, expected] : yarn_expected) EXPECT_NEAR(g[i], expected, 2e-7 * expected) << "yarn f_" << i;
+}
+
 }  // namespace
 }  // namespace xhal::test

@@ -294,6 +294,56 @@ std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta
   return cache;
 }
 
+std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const RopeScaling& scaling) {
+  require(rotary_dim > 0 && rotary_dim % 2 == 0 && max_pos >= 0, "rope_cache: rotary_dim must be positive and even");
+  const int64_t half = rotary_dim / 2;
+  const double two_pi = 2.0 * M_PI, factor = scaling.factor;
+  std::vector<double> inv_freq(sz(half));
+  for (int64_t i = 0; i < half; ++i) inv_freq[sz(i)] = 1.0 / std::pow(theta, double(2 * i) / double(rotary_dim));
+  double attention_factor = 1.0;
+  if (scaling.type == "linear") {
+    for (double& f : inv_freq) f /= factor;
+  } else if (scaling.type == "llama3") {
+    const double old_context = double(scaling.original_max_position);
+    const double low_freq_wavelen = old_context / scaling.low_freq_factor;
+    const double high_freq_wavelen = old_context / scaling.high_freq_factor;
+    for (double& f : inv_freq) {
+      const double wavelen = two_pi / f;
+      const double scaled = wavelen > low_freq_wavelen ? f / factor : f;
+      const double smooth =
+          (old_context / wavelen - scaling.low_freq_factor) / (scaling.high_freq_factor - scaling.low_freq_factor);
+      const bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
+      f = medium ? (1 - smooth) * scaled / factor + smooth * scaled : scaled;
+    }
+  } else if (scaling.type == "yarn") {
+    const double original = double(scaling.original_max_position);
+    auto correction_dim = [&](double rotations) {
+      return double(rotary_dim) * std::log(original / (rotations * two_pi)) / (2 * std::log(theta));
+    };
+    const double low = std::max(std::floor(correction_dim(scaling.beta_fast)), 0.0);
+    double high = std::min(std::ceil(correction_dim(scaling.beta_slow)), double(rotary_dim - 1));
+    if (low == high) high += 0.001;
+    for (int64_t i = 0; i < half; ++i) {
+      const double extrapolation = inv_freq[sz(i)], interpolation = extrapolation / factor;
+      const double extrapolation_factor = 1 - std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+      inv_freq[sz(i)] = interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor;
+    }
+    attention_factor = scaling.attention_factor > 0 ? scaling.attention_factor
+                       : factor <= 1                ? 1.0
+                                                    : 0.1 * std::log(factor) + 1.0;
+  } else {
+    require(scaling.type.empty() || scaling.type == "default", "rope_cache: unknown rope_scaling type " + scaling.type);
+  }
+  std::vector<double> cache(sz(max_pos * rotary_dim));
+  for (int64_t p = 0; p < max_pos; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = double(p) * inv_freq[sz(i)];
+      cache[sz(p * rotary_dim + i)] = attention_factor * std::cos(angle);
+      cache[sz(p * rotary_dim + half + i)] = attention_factor * std::sin(angle);
+    }
+  return cache;
+}
+
 void rope(std::vector<double>& x, const std::vector<int64_t>& positions, int64_t H, int64_t D,
           const std::vector<double>& cache, int64_t rotary_dim, bool neox) {
   const int64_t T = static_cast<int64_t>(positions.size());

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace xhal::golden {
@@ -101,6 +102,15 @@ std::vector<double> gelu_and_mul_packed(const std::vector<double>& x, int64_t N,
 // row p = [cos(p f_0) .. cos(p f_{r/2-1}), sin(p f_0) .. sin(p f_{r/2-1})]. rotary_dim even.
 std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta);
 
+// The same with Hugging Face's "rope_scaling" (transformers' rope initialisation functions, in
+// their vector form): type "linear", "llama3" or "yarn". attention_factor 0: yarn's default.
+struct RopeScaling {
+  std::string type;
+  double factor = 1;
+  int64_t original_max_position = 0;
+  double low_freq_factor = 1, high_freq_factor = 4, beta_fast = 32, beta_slow = 1, attention_factor = 0;
+};
+std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const RopeScaling& scaling);
 
 // In place on x[T,H,D], T = positions.size(), with cache[max_pos, rotary_dim] from rope_cache.
 // Rotates the first rotary_dim features of each head by c = cache[p][i], s = cache[p][r/2+i]:
