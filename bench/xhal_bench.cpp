@@ -290,6 +290,20 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         });
   }
 
+  // argmax (greedy decoding over Llama 3's vocabulary, a batch of 64 sequences): the logits read
+  // once, an index and a value written per row.
+  {
+    const int64_t B = 64, V = 128256;
+    add(fmt::format("argmax/B{}_V{}/{}", B, V, tn), double(B) * V * e + B * (8.0 + e), 0, Bound::memory, [=] {
+      Tensor logits = random_tensor({B, V}, dt, dev);
+      Tensor indices = Tensor::empty({B}, DType::i64, dev), values = Tensor::empty({B}, dt, dev);
+      return std::function<void()>([=] {
+        const xhal::TensorView v = values;
+        xhal::ops::argmax(logits, indices, &v);
+      });
+    });
+  }
+
   add_training_cases(s, dt, dev, cases);
 
   // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.

@@ -197,6 +197,9 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     ops::swiglu_packed(packed, out);
     ops::gelu_and_mul(x, res, out);
     ops::gelu_and_mul_packed(packed, out, ops::GeluApproximation::tanh);
+    const Tensor picks = Tensor::empty({5}, DType::i64, cpu), picked = Tensor::empty({5}, dt, cpu);
+    const TensorView picked_view = picked;
+    ops::argmax(packed, picks, &picked_view);
     const Tensor dw = Tensor::empty({200}, dt, cpu), grad = Tensor::empty({5, 200}, dt, cpu);
     const Tensor grad2 = Tensor::empty({5, 200}, dt, cpu), packed_grad = Tensor::empty({5, 400}, dt, cpu);
     ops::rms_norm_backward(res, x, w, 1e-5f, grad, dw);

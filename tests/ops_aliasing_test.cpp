@@ -47,6 +47,10 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
        [](Buffers& b) {
          ops::swiglu_packed(b.o32({4, 16}), TensorView(b.out.data() + 40, DType::f32, {4, 8}));
        }},
+      {"argmax", "indices", "logits",
+       [](Buffers& b) {
+         ops::argmax(b.o32({4, 16}), TensorView(b.out.data() + 8, DType::i32, {4}));
+       }},
       {"gelu_and_mul_packed", "out", "x",
        [](Buffers& b) {
          ops::gelu_and_mul_packed(b.o32({4, 16}), TensorView(b.out.data() + 40, DType::f32, {4, 8}));

@@ -194,6 +194,20 @@ const std::vector<BadCall>& bad_calls() {
        [](Buffers& b) {
          ops::swiglu_packed(b.f32({4, 64}), b.o32({4, 64}));
        }},
+      // argmax
+      {"argmax empty row", Errc::invalid_argument, "argmax", "logits",
+       [](Buffers& b) {
+         ops::argmax(b.f32({4, 0}), TensorView(b.out.data(), DType::i64, {4}));
+       }},
+      {"argmax index dtype", Errc::invalid_argument, "argmax", "indices",
+       [](Buffers& b) {
+         ops::argmax(b.f32({4, 64}), b.o32({4}));
+       }},
+      {"argmax values shape", Errc::invalid_argument, "argmax", "values",
+       [](Buffers& b) {
+         const TensorView values = b.o32({5});
+         ops::argmax(b.f32({4, 64}), TensorView(b.out.data() + 64, DType::i64, {4}), &values);
+       }},
       // gelu_and_mul
       {"gelu up dtype", Errc::invalid_argument, "gelu_and_mul", "up",
        [](Buffers& b) {

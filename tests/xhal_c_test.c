@@ -173,6 +173,15 @@ int main(void) {
   CHECK(s1[0] == s2[0] && s1[1] == s2[1]);
   CHECK(xhal_swiglu_packed(&tg, &ts1, NULL) == XHAL_ERR_INVALID_ARGUMENT);
 
+  /* argmax: the first largest value of each row, its value too; f32 indices are refused. */
+  float am[2][4] = {{1, 7, 7, -2}, {-1, -3, -1, -5}}, amv[2];
+  int64_t ami[2], ams[2] = {2, 4}, ams1[1] = {2};
+  DLTensor tam = tensor(am, f32, 2, ams), tami = tensor(ami, i64, 1, ams1), tamv = tensor(amv, f32, 1, ams1);
+  CHECK(xhal_argmax(&tam, &tami, &tamv, NULL) == XHAL_OK);
+  CHECK(ami[0] == 1 && ami[1] == 0 && amv[0] == 7.0f && amv[1] == -1.0f);
+  CHECK(xhal_argmax(&tam, &tami, NULL, NULL) == XHAL_OK);
+  CHECK(xhal_argmax(&tam, &tamv, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
   /* gelu_and_mul: gelu(0) * u = 0, gelu(2) = 2 Phi(2) = 1.9544997 (erf), 1.9545977 (tanh); packed
    * agrees; an unknown approximation is refused. */
   CHECK(xhal_gelu_and_mul(&tg, &tu, &ts1, 0, NULL) == XHAL_OK); /* erf */

@@ -82,6 +82,7 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_embedding_backward": [_P, _P, _P, ctypes.c_int64, _P],
     "xhal_merge_attention_states": [_P, _P, _P, _P, _P, _P, _P],
     "xhal_kv_cache_write": [_P, _P, _P, _P, _P, _P],
+    "xhal_argmax": [_P, _P, _P, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -674,6 +675,19 @@ def case_kv_cache_write(ctx, T, Hkv, D, block_size=16):
                     4 * T * Hkv * D * 2 + 8 * T, "GB/s", "copy")
 
 
+def case_argmax(ctx, B, V):
+    logits = randn(B, V, scale=4.0)
+    indices = torch.empty(B, device=DEVICE, dtype=torch.int64)
+    values = torch.empty(B, device=DEVICE, dtype=DTYPE)
+    run = ctx.xhal.op("xhal_argmax", logits, indices, values)
+
+    def peer():  # greedy decoding as engines write it: the position and the logit
+        v, i = torch.max(logits, dim=-1)
+        return [i, v]
+    return run_case(ctx, lambda: (run, [indices, values]), [("torch.max", peer)], [values],
+                    B * V * 2 + B * 10, "GB/s", "copy")
+
+
 def measure_ceilings(ctx):
     src = torch.ones(GiB, dtype=torch.uint8, device=DEVICE)
     dst = torch.empty_like(src)
@@ -822,6 +836,7 @@ def run_cases(ctx, shapes):
     T = shapes["serving_tokens"]
     section(ctx, "merge_attention_states", f"T{T} H32 D128", case_merge_attention_states, T, 32, 128)
     section(ctx, "kv_cache_write", f"T{T} Hkv8 D128", case_kv_cache_write, T, 8, 128)
+    section(ctx, "argmax", "B64 V128256", case_argmax, 64, 128256)
     B, L = shapes["paged"]
     section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
     for M, N, K in shapes["linear"]:

@@ -40,7 +40,8 @@ extern "C" {
   OP(MERGE_ATTENTION_STATES, merge_attention_states, void)                           \
   OP(KV_CACHE_WRITE, kv_cache_write, void)                                           \
   OP(GELU_AND_MUL, gelu_and_mul, xhal_gelu_op_params)                                \
-  OP(GELU_AND_MUL_PACKED, gelu_and_mul_packed, xhal_gelu_op_params)
+  OP(GELU_AND_MUL_PACKED, gelu_and_mul_packed, xhal_gelu_op_params)                  \
+  OP(ARGMAX, argmax, void)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -183,7 +184,10 @@ extern "C" {
   TENSOR(GELU_AND_MUL, UP, up, 1, XHAL_ROLE_IN, 0)                                  \
   TENSOR(GELU_AND_MUL, OUT, out, 2, XHAL_ROLE_OUT, 0)                               \
   TENSOR(GELU_AND_MUL_PACKED, X, x, 0, XHAL_ROLE_IN, 0)                             \
-  TENSOR(GELU_AND_MUL_PACKED, OUT, out, 2, XHAL_ROLE_OUT, 0)
+  TENSOR(GELU_AND_MUL_PACKED, OUT, out, 2, XHAL_ROLE_OUT, 0)                        \
+  TENSOR(ARGMAX, LOGITS, logits, 0, XHAL_ROLE_IN, 0)                                \
+  TENSOR(ARGMAX, INDICES, indices, 1, XHAL_ROLE_OUT, 0)                             \
+  TENSOR(ARGMAX, VALUES, values, 2, XHAL_ROLE_OUT, 1)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the

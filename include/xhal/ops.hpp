@@ -128,6 +128,12 @@ struct RopeScaling {
 Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const RopeScaling& scaling,
                   Device device = Device::cpu());
 
+// Greedy decoding's pick: indices[...] (i32 or i64) = the position of each row's largest value of
+// logits[..., V] (V >= 1), the first on ties; a NaN counts as larger than any number (the first
+// NaN's position, as torch.argmax). values[...] (optional, logits' dtype): that value.
+void argmax(const TensorView& logits, const TensorView& indices, const TensorView* values = nullptr,
+            const Stream* stream = nullptr);
+
 // out[M,N] = x[M,K] @ w[N,K]^T + bias[N] (optional).
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& out,
             const Stream* stream = nullptr);

@@ -86,6 +86,9 @@ typedef struct xhal_rope_scaling {
 xhal_status xhal_rope_cache_scaled(int64_t max_pos, int64_t rotary_dim, double theta, const xhal_rope_scaling* scaling,
                                    const DLTensor* out);
 xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bias, const DLTensor* out, void* stream);
+/* indices[...] (i32|i64) = argmax of each row of logits[..., V] (first on ties, NaN largest);
+ * values (optional, NULL) = the row's largest value. */
+xhal_status xhal_argmax(const DLTensor* logits, const DLTensor* indices, const DLTensor* values, void* stream);
 
 /* Gradients: see the Gradients section of docs/ops.md. */
 xhal_status xhal_rms_norm_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* weight, float eps,

@@ -474,6 +474,16 @@ xhal_status xhal_kv_cache_write(const DLTensor* k, const DLTensor* v, const DLTe
   });
 }
 
+xhal_status xhal_argmax(const DLTensor* logits, const DLTensor* indices, const DLTensor* values, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::argmax;
+    auto l = view(logits, op, XHAL_ARGMAX_LOGITS);
+    auto s = stream_for(l, stream);
+    auto values_view = optional_view(values, op, XHAL_ARGMAX_VALUES);
+    xhal::ops::argmax(l, view(indices, op, XHAL_ARGMAX_INDICES), ptr(values_view), ptr(s));
+  });
+}
+
 xhal_status xhal_embedding_backward(const DLTensor* ids, const DLTensor* dout, const DLTensor* dtable,
                                     int64_t padding_idx, void* stream) {
   return guarded([&] {

@@ -279,6 +279,21 @@ std::vector<double> gelu_and_mul_packed(const std::vector<double>& x, int64_t N,
   return gelu_and_mul(gate, up, tanh);
 }
 
+std::vector<int64_t> argmax(const std::vector<double>& logits, int64_t V) {
+  require(V > 0 && logits.size() % sz(V) == 0, "argmax: logits must be [M,V], V >= 1");
+  std::vector<int64_t> out(logits.size() / sz(V));
+  for (size_t m = 0; m < out.size(); ++m) {
+    const double* row = logits.data() + m * sz(V);
+    int64_t best = 0;
+    for (int64_t i = 1; i < V; ++i) {
+      if (std::isnan(row[best])) break;
+      if (std::isnan(row[i]) || row[i] > row[best]) best = i;
+    }
+    out[m] = best;
+  }
+  return out;
+}
+
 std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta) {
   require(rotary_dim > 0 && rotary_dim % 2 == 0 && max_pos >= 0, "rope_cache: rotary_dim must be positive and even");
   const int64_t half = rotary_dim / 2;

@@ -102,6 +102,10 @@ std::vector<double> gelu_and_mul_packed(const std::vector<double>& x, int64_t N,
 // row p = [cos(p f_0) .. cos(p f_{r/2-1}), sin(p f_0) .. sin(p f_{r/2-1})]. rotary_dim even.
 std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta);
 
+// logits[M,V] -> the position of each row's largest value: the first on ties, and the first NaN
+// where a row has one (NaN above every number, as torch.argmax).
+std::vector<int64_t> argmax(const std::vector<double>& logits, int64_t V);
+
 // The same with Hugging Face's "rope_scaling" (transformers' rope initialisation functions, in
 // their vector form): type "linear", "llama3" or "yarn". attention_factor 0: yarn's default.
 struct RopeScaling {
