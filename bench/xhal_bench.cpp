@@ -290,10 +290,10 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         });
   }
 
-  // argmax (greedy decoding over Llama 3's vocabulary, a batch of 64 sequences): the logits read
-  // once, an index and a value written per row.
-  {
-    const int64_t B = 64, V = 128256;
+  // argmax (greedy decoding over Llama 3's vocabulary, one sequence and a batch of 64): the logits
+  // read once, an index and a value written per row.
+  for (const int64_t B : {int64_t(1), int64_t(64)}) {
+    const int64_t V = 128256;
     add(fmt::format("argmax/B{}_V{}/{}", B, V, tn), double(B) * V * e + B * (8.0 + e), 0, Bound::memory, [=] {
       Tensor logits = random_tensor({B, V}, dt, dev);
       Tensor indices = Tensor::empty({B}, DType::i64, dev), values = Tensor::empty({B}, dt, dev);

@@ -836,7 +836,8 @@ def run_cases(ctx, shapes):
     T = shapes["serving_tokens"]
     section(ctx, "merge_attention_states", f"T{T} H32 D128", case_merge_attention_states, T, 32, 128)
     section(ctx, "kv_cache_write", f"T{T} Hkv8 D128", case_kv_cache_write, T, 8, 128)
-    section(ctx, "argmax", "B64 V128256", case_argmax, 64, 128256)
+    for B in (1, 64):
+        section(ctx, "argmax", f"B{B} V128256", case_argmax, B, 128256)
     B, L = shapes["paged"]
     section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
     for M, N, K in shapes["linear"]:
