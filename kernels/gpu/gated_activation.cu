@@ -7,34 +7,39 @@
 namespace xhal::gpu {
 namespace {
 
+// Chunks of gate and up a thread loads before computing any: one at a time left the loads of a
+// 4096-wide row (two chunks a thread) one after the other.
+constexpr int kChunksInFlight = 2;
+
 template <class E, class Act, int VEC>
 __global__ void gated_kernel(const typename E::T* gate, RowLayout gl, const typename E::T* up, RowLayout ul,
                              int64_t up_offset, typename E::T* out, RowLayout ol) {
   using T = typename E::T;
-  const int64_t vecs = ol.cols / VEC;
+  const int64_t vecs = ol.cols / VEC, pass = int64_t(blockDim.x) * kChunksInFlight;
   for (int64_t row = blockIdx.x; row < ol.rows; row += gridDim.x) {
     const T* g = gate + gl.offset(row);
     const T* u = up + ul.offset(row) + up_offset;
     T* o = out + ol.offset(row);
-    for (int64_t c = threadIdx.x; c < vecs; c += blockDim.x) {
-      T gv[VEC], uv[VEC], ov[VEC];
-      if constexpr (VEC > 1) {
-        auto a = Vec<E>::load_from(g + c * VEC), b = Vec<E>::load_from(u + c * VEC);
-        for (int k = 0; k < VEC; ++k) gv[k] = a.v[k], uv[k] = b.v[k];
-      } else {
-        gv[0] = g[c];
-        uv[0] = u[c];
+    for (int64_t c0 = threadIdx.x; c0 < vecs; c0 += pass) {
+      Chunk<E, VEC> x[kChunksInFlight], y[kChunksInFlight];
+#pragma unroll
+      for (int k = 0; k < kChunksInFlight; ++k) {
+        const int64_t c = c0 + int64_t(k) * blockDim.x;
+        if (c < vecs) {
+          x[k].load(g + c * VEC);
+          y[k].load(u + c * VEC);
+        }
       }
-      for (int k = 0; k < VEC; ++k) {
-        const float x = E::load(gv[k]);
-        ov[k] = E::store(Act::apply(x) * E::load(uv[k]));
-      }
-      if constexpr (VEC > 1) {
-        Vec<E> r;
-        for (int k = 0; k < VEC; ++k) r.v[k] = ov[k];
-        r.store_to(o + c * VEC);
-      } else {
-        o[c] = ov[0];
+#pragma unroll
+      for (int k = 0; k < kChunksInFlight; ++k) {
+        const int64_t c = c0 + int64_t(k) * blockDim.x;
+        if (c >= vecs) continue;
+        float v[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) v[e] = Act::apply(x[k].get(e)) * y[k].get(e);
+        Chunk<E, VEC> z;
+        z.set(v);
+        z.store(o + c * VEC);
       }
     }
   }
