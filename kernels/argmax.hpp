@@ -1,4 +1,4 @@
-// argmax's order of values, shared by every backend: a NaN is larger than any number (the first
+// argmax's order of values, which every backend follows: a NaN is larger than any number (the first
 // NaN wins, as torch.argmax), and of equal values the first position wins.
 #pragma once
 

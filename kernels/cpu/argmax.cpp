@@ -6,7 +6,7 @@
 
 #include "element.hpp"
 #include "kernel_registration.hpp"
-#include "kernels/argmax.hpp"
+#include "argmax_rows.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
@@ -31,24 +31,8 @@ int64_t argmax_row(const typename E::Storage* row, int64_t n) {
 
 template <class E>
 struct ArgmaxKernel {
-  using S = typename E::Storage;
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    const TensorRef<const S> logits(c->tensors[XHAL_ARGMAX_LOGITS]);
-    const DLTensor* indices = c->tensors[XHAL_ARGMAX_INDICES];
-    const DLTensor* values = kernels::tensor_at(c, XHAL_ARGMAX_VALUES);
-    const bool wide = indices->dtype.bits == 64;
-    const int64_t n = logits.size(-1), rows = logits.rows();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const S* row = logits.row(r);
-      const int64_t i = argmax_row<E>(row, n);
-      if (wide) {
-        static_cast<int64_t*>(indices->data)[r] = i;
-      } else {
-        static_cast<int32_t*>(indices->data)[r] = int32_t(i);
-      }
-      if (values != nullptr) static_cast<S*>(values->data)[r] = row[i];  // the element itself, NaN payloads too
-    }
+    argmax_rows<typename E::Storage>(c, argmax_row<E>);
     return XHAL_OK;
   }
 };

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cpu/argmax_rows.hpp"
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/simd_element-inl.h"
 #include "kernels/cpu/tensor_ref.hpp"
@@ -60,29 +61,8 @@ int64_t argmax_row(const typename E::Storage* row, int64_t n) {
   return 0;  // not reached: the largest value is in the row
 }
 
-template <class E>
-void argmax_rows_typed(const xhal_op_call* c) {
-  using S = typename E::Storage;
-  const TensorRef<const S> logits(c->tensors[XHAL_ARGMAX_LOGITS]);
-  const DLTensor* indices = c->tensors[XHAL_ARGMAX_INDICES];
-  const DLTensor* values = kernels::tensor_at(c, XHAL_ARGMAX_VALUES);
-  const bool wide = indices->dtype.bits == 64;
-  const int64_t n = logits.size(-1), rows = logits.rows();
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const S* row = logits.row(r);
-    const int64_t i = argmax_row<E>(row, n);
-    if (wide) {
-      static_cast<int64_t*>(indices->data)[r] = i;
-    } else {
-      static_cast<int32_t*>(indices->data)[r] = int32_t(i);
-    }
-    if (values != nullptr) static_cast<S*>(values->data)[r] = row[i];
-  }
-}
-
-void argmax_rows(const xhal_op_call* c) {
-  with_element(c->dtype, [&]<class E>() { argmax_rows_typed<E>(c); });
+void argmax_simd(const xhal_op_call* c) {
+  with_element(c->dtype, [&]<class E>() { argmax_rows<typename E::Storage>(c, argmax_row<E>); });
 }
 
 }  // namespace xhal::cpu::HWY_NAMESPACE
@@ -91,13 +71,13 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace xhal::cpu {
 
-HWY_EXPORT(argmax_rows);
+HWY_EXPORT(argmax_simd);
 
 namespace {
 template <class E>
 struct ArgmaxSimd {
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    HWY_DYNAMIC_DISPATCH(argmax_rows)(c);
+    HWY_DYNAMIC_DISPATCH(argmax_simd)(c);
     return XHAL_OK;
   }
 };

@@ -1,0 +1,33 @@
+// The row loop both CPU argmax kernels share: rows in parallel, each row's position from
+// `position(row, n)`, written as the call's index dtype, and the element itself as the value (the
+// same bits, NaN payloads too).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/tensor_ref.hpp"
+#include "kernels/kernel_registration.hpp"
+
+namespace xhal::cpu {
+
+template <class S, class Position>
+void argmax_rows(const xhal_op_call* c, Position&& position) {
+  const TensorRef<const S> logits(c->tensors[XHAL_ARGMAX_LOGITS]);
+  const DLTensor* indices = c->tensors[XHAL_ARGMAX_INDICES];
+  const DLTensor* values = kernels::tensor_at(c, XHAL_ARGMAX_VALUES);
+  const bool wide = indices->dtype.bits == 64;
+  const int64_t n = logits.size(-1), rows = logits.rows();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const S* row = logits.row(r);
+    const int64_t i = position(row, n);
+    if (wide) {
+      static_cast<int64_t*>(indices->data)[r] = i;
+    } else {
+      static_cast<int32_t*>(indices->data)[r] = int32_t(i);
+    }
+    if (values != nullptr) static_cast<S*>(values->data)[r] = row[i];
+  }
+}
+
+}  // namespace xhal::cpu
