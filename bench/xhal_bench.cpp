@@ -227,6 +227,14 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     Tensor out = Tensor::empty({M, N}, dt, dev);
     return std::function<void()>([=] { xhal::ops::rms_norm(x, w, 1e-5f, out); });
   });
+  add("layer_norm/" + mn + "/" + tn, (2.0 * M * N + 2.0 * N) * e, 0, Bound::memory, [=] {
+    Tensor x = random_tensor({M, N}, dt, dev), w = random_tensor({N}, dt, dev), b = random_tensor({N}, dt, dev);
+    Tensor out = Tensor::empty({M, N}, dt, dev);
+    return std::function<void()>([=] {
+      const xhal::TensorView bias = b;
+      xhal::ops::layer_norm(x, w, &bias, 1e-5f, out);
+    });
+  });
   // x read, residual read and written, out written.
   add("fused_add_rms_norm/" + mn + "/" + tn, (4.0 * M * N + N) * e, 0, Bound::memory, [=] {
     Tensor x = random_tensor({M, N}, dt, dev), r = random_tensor({M, N}, dt, dev);

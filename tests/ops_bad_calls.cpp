@@ -180,6 +180,14 @@ const std::vector<BadCall>& bad_calls() {
        [](Buffers& b) {
          ops::swiglu_packed(b.f32({4, 64}), b.o32({4, 64}));
        }},
+      // layer_norm
+      {"layer_norm bias size", Errc::invalid_argument, "layer_norm", "bias",
+       [](Buffers& b) {
+         const TensorView bias = b.f32({63});
+         ops::layer_norm(b.f32({4, 64}), b.f32({64}), &bias, 1e-5f, b.o32({4, 64}));
+       }},
+      {"layer_norm eps", Errc::invalid_argument, "layer_norm", "eps",
+       [](Buffers& b) { ops::layer_norm(b.f32({4, 64}), b.f32({64}), nullptr, -1.0f, b.o32({4, 64})); }},
       // argmax
       {"argmax empty row", Errc::invalid_argument, "argmax", "logits",
        [](Buffers& b) {

@@ -173,6 +173,15 @@ int main(void) {
   CHECK(s1[0] == s2[0] && s1[1] == s2[1]);
   CHECK(xhal_swiglu_packed(&tg, &ts1, NULL) == XHAL_ERR_INVALID_ARGUMENT);
 
+  /* layer_norm of [1, 3, 5, 7] (mean 4, variance 5): (x - 4) / sqrt(5) * 2 + 1. */
+  float nx[4] = {1, 3, 5, 7}, nw[4] = {2, 2, 2, 2}, nb[4] = {1, 1, 1, 1}, no[4];
+  int64_t nrs[2] = {1, 4}, nws[1] = {4};
+  DLTensor tnx = tensor(nx, f32, 2, nrs), tnw = tensor(nw, f32, 1, nws), tnb = tensor(nb, f32, 1, nws),
+           tno = tensor(no, f32, 2, nrs);
+  CHECK(xhal_layer_norm(&tnx, &tnw, &tnb, 0.0f, &tno, NULL) == XHAL_OK);
+  CHECK(fabsf(no[0] - (1.0f - 6.0f / sqrtf(5.0f))) < 1e-5f && fabsf(no[3] - (1.0f + 6.0f / sqrtf(5.0f))) < 1e-5f);
+  CHECK(xhal_layer_norm(&tnx, &tnw, &tnx, 0.0f, &tno, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
   /* argmax: the first largest value of each row, its value too; f32 indices are refused. */
   float am[2][4] = {{1, 7, 7, -2}, {-1, -3, -1, -5}}, amv[2];
   int64_t ami[2], ams[2] = {2, 4}, ams1[1] = {2};

@@ -41,7 +41,8 @@ extern "C" {
   OP(KV_CACHE_WRITE, kv_cache_write, void)                                           \
   OP(GELU_AND_MUL, gelu_and_mul, xhal_gelu_op_params)                                \
   OP(GELU_AND_MUL_PACKED, gelu_and_mul_packed, xhal_gelu_op_params)                  \
-  OP(ARGMAX, argmax, void)
+  OP(ARGMAX, argmax, void)                                                           \
+  OP(LAYER_NORM, layer_norm, xhal_norm_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -187,7 +188,11 @@ extern "C" {
   TENSOR(GELU_AND_MUL_PACKED, OUT, out, 2, XHAL_ROLE_OUT, 0)                        \
   TENSOR(ARGMAX, LOGITS, logits, 0, XHAL_ROLE_IN, 0)                                \
   TENSOR(ARGMAX, INDICES, indices, 1, XHAL_ROLE_OUT, 0)                             \
-  TENSOR(ARGMAX, VALUES, values, 2, XHAL_ROLE_OUT, 1)
+  TENSOR(ARGMAX, VALUES, values, 2, XHAL_ROLE_OUT, 1)                               \
+  TENSOR(LAYER_NORM, X, x, 0, XHAL_ROLE_IN, 0)                                      \
+  TENSOR(LAYER_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                            \
+  TENSOR(LAYER_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                                 \
+  TENSOR(LAYER_NORM, BIAS, bias, 3, XHAL_ROLE_IN, 1)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the

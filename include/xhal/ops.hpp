@@ -88,6 +88,11 @@ void rms_norm(const TensorView& x, const TensorView& weight, float eps, const Te
 void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const TensorView& weight, float eps,
                         const TensorView& out, const Stream* stream = nullptr);
 
+// out = (x - mean) / sqrt(var + eps) * weight + bias (optional), mean and (biased) variance over
+// the last dim, computed in f32.
+void layer_norm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps, const TensorView& out,
+                const Stream* stream = nullptr);
+
 // out = silu(gate) * up.
 void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out, const Stream* stream = nullptr);
 // x[...,2N]: gate = first half, up = second half; out[...,N].

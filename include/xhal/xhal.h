@@ -62,6 +62,9 @@ xhal_status xhal_paged_attention(const DLTensor* q, const DLTensor* k_cache, con
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream);
 xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual, const DLTensor* weight, float eps,
                                     const DLTensor* out, void* stream);
+/* bias optional (NULL). */
+xhal_status xhal_layer_norm(const DLTensor* x, const DLTensor* weight, const DLTensor* bias, float eps,
+                            const DLTensor* out, void* stream);
 xhal_status xhal_swiglu(const DLTensor* gate, const DLTensor* up, const DLTensor* out, void* stream);
 xhal_status xhal_swiglu_packed(const DLTensor* x, const DLTensor* out, void* stream);
 /* out = gelu(gate) * up; approximation 0: exact (erf), 1: the tanh approximation. */

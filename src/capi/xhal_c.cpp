@@ -216,6 +216,18 @@ xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual,
   });
 }
 
+xhal_status xhal_layer_norm(const DLTensor* x, const DLTensor* weight, const DLTensor* bias, float eps,
+                            const DLTensor* out, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::layer_norm;
+    auto o = view(out, op, XHAL_LAYER_NORM_OUT);
+    auto s = stream_for(o, stream);
+    auto bias_view = optional_view(bias, op, XHAL_LAYER_NORM_BIAS);
+    xhal::ops::layer_norm(view(x, op, XHAL_LAYER_NORM_X), view(weight, op, XHAL_LAYER_NORM_WEIGHT), ptr(bias_view), eps,
+                          o, ptr(s));
+  });
+}
+
 xhal_status xhal_swiglu(const DLTensor* gate, const DLTensor* up, const DLTensor* out, void* stream) {
   return guarded([&] {
     auto o = view(out, xhal::Op::swiglu, XHAL_SWIGLU_OUT);

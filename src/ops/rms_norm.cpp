@@ -1,4 +1,4 @@
-// Front ends of rms_norm and fused_add_rms_norm.
+// Front ends of rms_norm, fused_add_rms_norm and layer_norm (which shares rms_norm's slots and checks).
 #include <cmath>
 
 #include <fmt/format.h>
@@ -58,6 +58,29 @@ void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const T
   call.set(XHAL_RMS_NORM_WEIGHT, weight);
   call.set(XHAL_RMS_NORM_OUT, out);
   call.set(XHAL_FUSED_ADD_RMS_NORM_RESIDUAL, residual);
+  call.run();
+}
+
+void layer_norm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps, const TensorView& out,
+                const Stream* stream) {
+  static_assert(XHAL_LAYER_NORM_X == XHAL_RMS_NORM_X && XHAL_LAYER_NORM_WEIGHT == XHAL_RMS_NORM_WEIGHT &&
+                XHAL_LAYER_NORM_OUT == XHAL_RMS_NORM_OUT);
+  const ArgChecks check(Op::layer_norm);
+  check_norm_args(check, x, weight, eps, out);
+  if (bias != nullptr) {
+    check.tensor(XHAL_LAYER_NORM_BIAS, *bias, 1);
+    check.dtype(XHAL_LAYER_NORM_BIAS, *bias, x.dtype(), " (same as x)");
+    check.dim(XHAL_LAYER_NORM_BIAS, *bias, 0, x.size(-1), "last dim of x");
+    check.same_device(XHAL_LAYER_NORM_BIAS, *bias, out.device(), XHAL_LAYER_NORM_OUT);
+    check.apart(XHAL_LAYER_NORM_OUT, out, {{XHAL_LAYER_NORM_BIAS, bias}});
+  }
+  OpCall call(Op::layer_norm, x.dtype(), out.device(), stream);
+  const xhal_norm_op_params op_params{sizeof op_params, eps};
+  call.set_params(op_params);
+  call.set(XHAL_LAYER_NORM_X, x);
+  call.set(XHAL_LAYER_NORM_WEIGHT, weight);
+  call.set(XHAL_LAYER_NORM_OUT, out);
+  if (bias != nullptr) call.set(XHAL_LAYER_NORM_BIAS, *bias);
   call.run();
 }
 

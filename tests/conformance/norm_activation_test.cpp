@@ -1,4 +1,4 @@
-// Conformance of rms_norm, fused_add_rms_norm, swiglu and swiglu_packed.
+// Conformance of rms_norm, fused_add_rms_norm, layer_norm, swiglu and swiglu_packed.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -34,6 +34,24 @@ TEST_P(Conformance, FusedAddRmsNorm) {
     auto expected = golden::fused_add_rms_norm(x.values(), residual.values(), w.values(), 1e-6);
     expect_close(out.download("out"), expected.out, dtype(), "out");
     expect_close(residual.download("residual"), expected.residual, dtype(), "residual");
+  }
+}
+
+// With and without bias; rows offset from 0 (a mean of 3 over a spread of 1), where E[x^2] - mean^2
+// would lose digits.
+TEST_P(Conformance, LayerNorm) {
+  for (const bool with_bias : {true, false}) {
+    for (const auto& [shape, layout] : kRowShapes) {
+      SCOPED_TRACE(fmt::format("shape [{}] bias {}", fmt::join(shape, ","), with_bias));
+      const int64_t N = shape.back();
+      auto x = TestTensor::random(shape, dtype(), device(), rng(), 2, 4, layout);
+      auto w = random({N}), b = random({N});
+      auto out = poisoned(shape, layout);
+      ops::layer_norm(x, w, with_bias ? &b.view() : nullptr, 1e-5f, out);
+      expect_close(out.download("out"),
+                   golden::layer_norm(x.values(), w.values(), with_bias ? b.values() : std::vector<double>{}, 1e-5),
+                   dtype(), "out");
+    }
   }
 }
 

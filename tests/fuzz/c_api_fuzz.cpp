@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 17);
+  const int op = in.ConsumeIntegralInRange<int>(0, 18);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -233,6 +233,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return op == 15 ? xhal_gelu_and_mul(t[0], t[1], t[2], approximation, nullptr)
                         : xhal_gelu_and_mul_packed(t[0], t[2], approximation, nullptr);
       };
+      break;
+    }
+    case 18: {
+      const DLTensor* bias = in.ConsumeBool() ? t[4] : nullptr;
+      call = [&, bias] { return xhal_layer_norm(t[0], t[1], bias, eps, t[2], nullptr); };
       break;
     }
     case 17: {

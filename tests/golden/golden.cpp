@@ -207,6 +207,26 @@ std::vector<double> paged_attention(const std::vector<double>& q, const std::vec
   return out;
 }
 
+std::vector<double> layer_norm(const std::vector<double>& x, const std::vector<double>& weight,
+                               const std::vector<double>& bias, double eps) {
+  const size_t N = weight.size();
+  require(N > 0 && x.size() % N == 0 && (bias.empty() || bias.size() == N),
+          "layer_norm: x must be [M,N] with N = weight.size(), bias empty or [N]");
+  std::vector<double> out(x.size());
+  for (size_t row = 0; row < x.size(); row += N) {
+    double sum = 0;
+    for (size_t n = 0; n < N; ++n) sum += x[row + n];
+    const double mean = sum / static_cast<double>(N);
+    double squares = 0;
+    for (size_t n = 0; n < N; ++n) squares += (x[row + n] - mean) * (x[row + n] - mean);
+    const double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(N) + eps);
+    for (size_t n = 0; n < N; ++n) {
+      out[row + n] = (x[row + n] - mean) * inv_std * weight[n] + (bias.empty() ? 0.0 : bias[n]);
+    }
+  }
+  return out;
+}
+
 std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight, double eps) {
   const size_t N = weight.size();
   require(N > 0 && x.size() % N == 0, "rms_norm: x must be [M,N] with N = weight.size()");

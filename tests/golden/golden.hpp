@@ -80,6 +80,11 @@ std::vector<double> paged_attention(const std::vector<double>& q, const std::vec
 // x[M,N], weight[N] -> out[M,N] = x / sqrt(mean(x^2) + eps) * weight, per row.
 std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight, double eps);
 
+// x[M,N], weight[N], bias[N] (empty: none) -> (x - mean) / sqrt(var + eps) * weight + bias per row,
+// var the mean squared deviation.
+std::vector<double> layer_norm(const std::vector<double>& x, const std::vector<double>& weight,
+                               const std::vector<double>& bias, double eps);
+
 struct FusedAddRmsNormResult {
   std::vector<double> out;  // [M,N] rms_norm(new_residual)
   std::vector<double> residual;  // [M,N] x + residual
