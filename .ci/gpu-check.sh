@@ -13,7 +13,8 @@
 # PyTorch comparison on the CPU). The CUDA build runs unless only cpu stages are asked for.
 # GPU_BENCH_FILTER (a regex of xhal-bench case names) and PEERS_ONLY (one of torch_compare's op
 # names) narrow the bench and peers stages, MEMCHECK_FILTER (a gtest filter) the memcheck stage,
-# TRAIN_STEPS (default 40) the train stage's steps.
+# TRAIN_STEPS (default 40) the train stage's steps, GPU_BUILD_TARGETS (space-separated CMake targets) the
+# build, for an iteration that needs only some programs.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 # Logs are written to a work folder and packed into one archive under $OUT at the end (the device
@@ -63,7 +64,7 @@ if ! [[ $stages =~ ^,(cpu,|cpu_peers,)+$ ]]; then
   export XHAL_GPU_CMAKE_ARGS="-DXHAL_WITH_CUDA=ON -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root}"
   # shellcheck disable=SC2086
   if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $XHAL_GPU_CMAKE_ARGS >"$out/configure.log" 2>&1 &&
-     cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1; then
+     cmake --build "$build" -j"$(nproc)" ${GPU_BUILD_TARGETS:+--target $GPU_BUILD_TARGETS} >"$out/build.log" 2>&1; then
     note "build: ok in $(( $(date +%s) - start )) s (dlpack from ${dlpack:-?})"
   else
     note "build: FAILED (see build.log / configure.log)"

@@ -34,6 +34,36 @@ TEST(Tensor, CopyChecksShapesAndLayout) {
   EXPECT_THROW(copy(a.view().transpose(0, 1), a), Error);
 }
 
+TEST(Tensor, CopyAsyncIsOrderedOnItsStream) {
+  auto& m = DeviceManager::instance();
+  const Device cpu = Device::cpu();
+  std::vector<float> values(1000);
+  std::iota(values.begin(), values.end(), 1.0f);
+  Tensor src = Tensor::from_host(values.data(), {10, 100}, DType::f32, cpu);
+  Tensor dst = Tensor::empty({10, 100}, DType::f32, cpu);
+  const Stream stream = m.create_stream(cpu);
+  copy_async(dst, src, stream);
+  stream.synchronize();
+  std::vector<float> back(1000);
+  dst.copy_to_host(back.data());
+  EXPECT_EQ(back, values);
+  const auto expect_error = [](const std::function<void()>& call, const char* part) {
+    try {
+      call();
+      ADD_FAILURE() << "no error for " << part;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("xhal::copy_async"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  Tensor other = Tensor::empty({10, 99}, DType::f32, cpu);
+  expect_error([&] { copy_async(other, src, stream); }, "differ in dtype or shape");
+  expect_error([&] { copy_async(dst.view().transpose(0, 1), src.view().transpose(0, 1), stream); }, "contiguous");
+  const TensorView elsewhere(values.data(), DType::f32, {10, 100}, Device{DeviceType::cuda, 0});  // never read
+  expect_error([&] { copy_async(dst, elsewhere, stream); }, "one device");
+}
+
 // Copies beyond the caches take the streaming path (all threads, aligned vector stores after an
 // unaligned head); sizes and offsets that leave a head and a tail on both sides must copy every
 // element and nothing past the end.

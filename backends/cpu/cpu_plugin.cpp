@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <string>
 
 #include "cpu_detection.hpp"
@@ -111,13 +113,42 @@ xhal_status host_copy(void*, int32_t, void* dst, const void* src, size_t bytes, 
   return XHAL_OK;
 }
 
-// Work on the CPU completes before the call returns: streams and events are NULL and complete.
+// Work on the CPU completes before the call returns: streams and untimed events are NULL and complete.
 xhal_status create_null(void*, int32_t, void** handle, char*, size_t) {
   *handle = nullptr;
   return XHAL_OK;
 }
 xhal_status complete(void*, int32_t, void*, char*, size_t) { return XHAL_OK; }
 xhal_status complete_pair(void*, int32_t, void*, void*, char*, size_t) { return XHAL_OK; }
+
+// Timed events hold the host clock at their record: the CPU's device time is the host's, its ops
+// having finished when their calls return. Untimed events stay NULL.
+struct TimedEvent {
+  std::chrono::steady_clock::time_point at{};
+  bool recorded = false;
+};
+xhal_status create_timed_event(void*, int32_t device, void** handle, char* msg, size_t len) {
+  if (const xhal_status s = check_device(device, msg, len); s != XHAL_OK) return s;
+  *handle = new (std::nothrow) TimedEvent();
+  return *handle != nullptr ? XHAL_OK : fail(msg, len, XHAL_ERR_OUT_OF_MEMORY, "timed event: out of host memory");
+}
+xhal_status destroy_event(void*, int32_t, void* event, char*, size_t) {
+  delete static_cast<TimedEvent*>(event);
+  return XHAL_OK;
+}
+xhal_status record_event(void*, int32_t, void* event, void*, char*, size_t) {
+  if (auto* e = static_cast<TimedEvent*>(event)) *e = {std::chrono::steady_clock::now(), true};
+  return XHAL_OK;
+}
+xhal_status event_elapsed_ms(void*, int32_t, void* start, void* end, float* ms, char* msg, size_t len) {
+  const auto* a = static_cast<const TimedEvent*>(start);
+  const auto* b = static_cast<const TimedEvent*>(end);
+  if (a == nullptr || b == nullptr || !a->recorded || !b->recorded) {
+    return fail(msg, len, XHAL_ERR_INVALID_ARGUMENT, "event elapsed time: both events must be recorded");
+  }
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  return XHAL_OK;
+}
 xhal_status device_synchronize(void*, int32_t device, char* msg, size_t len) { return check_device(device, msg, len); }
 
 }  // namespace
@@ -159,8 +190,10 @@ extern "C" __attribute__((visibility("default"))) xhal_status xhal_plugin_init(c
   api->stream_synchronize = complete;
   api->device_synchronize = device_synchronize;
   api->event_create = create_null;
-  api->event_destroy = complete;
-  api->event_record = complete_pair;
+  api->event_destroy = destroy_event;
+  api->event_record = record_event;
+  api->timed_event_create = create_timed_event;
+  api->event_elapsed_ms = event_elapsed_ms;
   api->event_query = complete;
   api->event_synchronize = complete;
   api->stream_wait_event = complete_pair;

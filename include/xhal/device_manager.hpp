@@ -65,6 +65,10 @@ class DeviceManager {
   // Adopts a framework's stream (cudaStream_t, hipStream_t); the caller keeps ownership.
   Stream wrap_stream(Device device, void* native);
   Event create_event(Device device);
+  // An event that also records when the stream reached it, for Event::elapsed_ms: timing on the
+  // device, without the launch and synchronisation a host clock would count. `unsupported` where
+  // the backend cannot time.
+  Event create_timed_event(Device device);
 
   // Loads one more plugin file (beyond the search path). Returns its record; never throws for a
   // broken plugin (the reason is in the record).

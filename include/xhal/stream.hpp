@@ -35,12 +35,18 @@ class Event {
   void synchronize() const;
   void block(const Stream& stream) const;  // make `stream` wait for this event
   void* native() const { return native_.get(); }
+  bool timed() const { return timed_; }  // made by DeviceManager::create_timed_event
+  // Milliseconds of device time from this event to `end`, both timed events of one device,
+  // recorded and complete (as torch.cuda.Event.elapsed_time). Throws invalid_argument otherwise.
+  double elapsed_ms(const Event& end) const;
 
  private:
   friend class DeviceManager;
-  Event(Device device, std::shared_ptr<void> native) : device_(device), native_(std::move(native)) {}
+  Event(Device device, std::shared_ptr<void> native, bool timed)
+      : device_(device), native_(std::move(native)), timed_(timed) {}
   Device device_;
   std::shared_ptr<void> native_;
+  bool timed_ = false;
 };
 
 }  // namespace xhal

@@ -37,7 +37,11 @@ class Tensor {
   TensorView view_;
 };
 
-// Copies between views of equal shape and dtype on any devices; both must be contiguous.
+// Copies between views of equal shape and dtype on any devices; both must be contiguous. Returns
+// when the copy is done.
 void copy(const TensorView& dst, const TensorView& src);
+// Queues the same copy within one device on `stream` and returns (the CPU backend copies before
+// returning): ordered with the ops on that stream, as a framework's device-to-device copy.
+void copy_async(const TensorView& dst, const TensorView& src, const Stream& stream);
 
 }  // namespace xhal

@@ -60,7 +60,8 @@ __global__ void __launch_bounds__(Tile::kThreads)
   float* sDelta = sLse + 2 * kBlockM;  // [2][kBlockM]
 
   const AttnLayout& f = a.g.fwd;
-  const int64_t b = blockIdx.z, hk = blockIdx.y, block = key_block<kOrdered>(), n0 = block * kBlockN;
+  const KeyBlockCoords coords = key_block_coords<kOrdered>();
+  const int64_t b = coords.b, hk = coords.hk, block = coords.block, n0 = block * kBlockN;
   int64_t q0, Sq, k0, Sk;
   a.span(b, &q0, &Sq, &k0, &Sk);
   if (n0 >= Sk) return;

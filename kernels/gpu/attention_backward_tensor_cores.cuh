@@ -164,6 +164,28 @@ __device__ inline int64_t key_block() {
   return kOrdered ? int64_t(gridDim.x) - 1 - blockIdx.x : blockIdx.x;
 }
 
+// The (key block, kv head, sequence) a block of the main kernels owns. Deterministic mode keeps
+// the grid's order, key blocks from the last (key_block). Otherwise key blocks go first to last
+// across groups of kHeadGroup (kv head, sequence) pairs: under a causal mask the first key blocks
+// see the most query tiles, so the long blocks start first and the short ones fill the tail, while
+// a group's heads still share their Q and dO in L2. 1.5-1.6% on the causal backward at S4096
+// (D128 and D64, H200); the full mask unchanged.
+struct KeyBlockCoords {
+  int64_t block, hk, b;
+};
+template <bool kOrdered>
+__device__ inline KeyBlockCoords key_block_coords() {
+  constexpr int64_t kHeadGroup = 4;
+  if (kOrdered) return {key_block<kOrdered>(), int64_t(blockIdx.y), int64_t(blockIdx.z)};
+  const int64_t nk = gridDim.x, pairs = int64_t(gridDim.y) * gridDim.z;
+  const int64_t linear = blockIdx.x + nk * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
+  const int64_t first = linear / (nk * kHeadGroup) * kHeadGroup;
+  const int64_t in_group = pairs - first < kHeadGroup ? pairs - first : kHeadGroup;
+  const int64_t j = linear - first * nk;
+  const int64_t pair = first + j % in_group;
+  return {j / in_group, pair % gridDim.y, pair / gridDim.y};
+}
+
 // How many key blocks after `block` (which reaches the tile at row m0) reach that tile too: every
 // block after it ends at or past m0, so they are those that start at or before m0.
 template <int kBlockM, int kBlockN>

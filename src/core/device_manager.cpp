@@ -104,14 +104,34 @@ Stream DeviceManager::wrap_stream(Device device, void* native) {
   return Stream(device, std::shared_ptr<void>(native, [](void*) {}));
 }
 
+namespace {
+
+// An event handle that the plugin which made it destroys with the last copy.
+std::shared_ptr<void> owned_event(const xhal_plugin_api& api, Device device, void* native) {
+  const xhal_plugin_api* owner = &api;
+  return std::shared_ptr<void>(native, [owner, device](void* e) {
+    if (e != nullptr) plugin_call_unchecked<&xhal_plugin_api::event_destroy>(*owner, device.index, e);
+  });
+}
+
+}  // namespace
+
 Event DeviceManager::create_event(Device device) {
   const auto& api = Runtime::get().api(device);
   void* native = nullptr;
   plugin_call<&xhal_plugin_api::event_create>(api, "event_create", device.index, &native);
-  const xhal_plugin_api* owner = &api;
-  return Event(device, std::shared_ptr<void>(native, [owner, device](void* e) {
-                 if (e != nullptr) plugin_call_unchecked<&xhal_plugin_api::event_destroy>(*owner, device.index, e);
-               }));
+  return Event(device, owned_event(api, device, native), false);
+}
+
+Event DeviceManager::create_timed_event(Device device) {
+  const auto& api = Runtime::get().api(device);
+  if (api.timed_event_create == nullptr || api.event_elapsed_ms == nullptr) {
+    throw Error(Errc::unsupported,
+                fmt::format("DeviceManager::create_timed_event: the {} backend cannot time its streams", device.str()));
+  }
+  void* native = nullptr;
+  plugin_call<&xhal_plugin_api::timed_event_create>(api, "timed_event_create", device.index, &native);
+  return Event(device, owned_event(api, device, native), true);
 }
 
 BackendInfo DeviceManager::load_plugin(const std::string& path) {
@@ -141,6 +161,22 @@ bool Event::query() const {
 void Event::synchronize() const {
   const auto& api = Runtime::get().api(device_);
   plugin_call<&xhal_plugin_api::event_synchronize>(api, "event_synchronize", device_.index, native());
+}
+
+double Event::elapsed_ms(const Event& end) const {
+  if (!timed_ || !end.timed_) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("Event::elapsed_ms: {} event was not made by DeviceManager::create_timed_event",
+                            timed_ ? "the end" : "the start"));
+  }
+  if (end.device_ != device_) {
+    throw Error(Errc::invalid_argument, fmt::format("Event::elapsed_ms: the start event is on {}, the end event on {}",
+                                                    device_.str(), end.device_.str()));
+  }
+  const auto& api = Runtime::get().api(device_);
+  float ms = 0;
+  plugin_call<&xhal_plugin_api::event_elapsed_ms>(api, "event_elapsed_ms", device_.index, native(), end.native(), &ms);
+  return double(ms);
 }
 
 void Event::block(const Stream& stream) const {

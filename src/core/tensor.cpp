@@ -45,24 +45,48 @@ Tensor Tensor::to(Device device) const {
   return out;
 }
 
-void copy(const TensorView& dst, const TensorView& src) {
+namespace {
+
+// The checks both copies make: one dtype and shape, contiguous, data behind non-empty views.
+// Returns the bytes to copy.
+size_t checked_copy_bytes(const TensorView& dst, const TensorView& src, const char* function) {
   if (dst.dtype() != src.dtype() ||
       !std::equal(dst.shape().begin(), dst.shape().end(), src.shape().begin(), src.shape().end())) {
-    throw Error(Errc::invalid_argument, fmt::format("xhal::copy: dst and src differ in dtype or shape ({} vs {})",
+    throw Error(Errc::invalid_argument, fmt::format("{}: dst and src differ in dtype or shape ({} vs {})", function,
                                                     dtype_name(dst.dtype()), dtype_name(src.dtype())));
   }
   if (!dst.is_contiguous() || !src.is_contiguous()) {
-    throw Error(Errc::invalid_argument, "xhal::copy: both views must be contiguous");
+    throw Error(Errc::invalid_argument, fmt::format("{}: both views must be contiguous", function));
   }
   const size_t bytes = dst.nbytes();
-  if (bytes == 0) return;
   for (const auto& [name, view] : {std::pair{"dst", &dst}, std::pair{"src", &src}}) {
-    if (view->data() == nullptr) {
-      throw Error(
-          Errc::invalid_argument,
-          fmt::format("xhal::copy: argument '{}': expected data for {} bytes, got a null pointer", name, bytes));
+    if (bytes != 0 && view->data() == nullptr) {
+      throw Error(Errc::invalid_argument, fmt::format("{}: argument '{}': expected data for {} bytes, got a null pointer",
+                                                      function, name, bytes));
     }
   }
+  return bytes;
+}
+
+}  // namespace
+
+void copy_async(const TensorView& dst, const TensorView& src, const Stream& stream) {
+  const size_t bytes = checked_copy_bytes(dst, src, "xhal::copy_async");
+  if (!(dst.device() == src.device()) || !(stream.device() == dst.device())) {
+    throw Error(Errc::invalid_argument,
+                fmt::format("xhal::copy_async: dst, src and the stream must be on one device (dst on {}, src on {}, "
+                            "stream on {}); xhal::copy copies between devices",
+                            dst.device().str(), src.device().str(), stream.device().str()));
+  }
+  if (bytes == 0) return;
+  const auto& api = Runtime::get().api(dst.device());
+  plugin_call<&xhal_plugin_api::mem_copy>(api, "memcpy", dst.device().index, dst.data(), src.data(), bytes,
+                                          XHAL_COPY_DEVICE_TO_DEVICE, stream.native());
+}
+
+void copy(const TensorView& dst, const TensorView& src) {
+  const size_t bytes = checked_copy_bytes(dst, src, "xhal::copy");
+  if (bytes == 0) return;
   const bool dst_host = dst.device().type == DeviceType::cpu;
   const bool src_host = src.device().type == DeviceType::cpu;
   if (dst_host && src_host) {  // the cpu plugin's copy, which spreads large copies over its threads
