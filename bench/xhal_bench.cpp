@@ -312,6 +312,28 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     });
   }
 
+  // softmax over Llama 3's vocabulary for a batch of 64 (sampling's probabilities) and over rows
+  // of the norms' shape: x read once, out written once.
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{64, 128256}, std::pair<int64_t, int64_t>{M, N}}) {
+    add(fmt::format("softmax/{}x{}/{}", rows, cols, tn), 2.0 * double(rows) * double(cols) * e, 0, Bound::memory, [=] {
+      Tensor x = random_tensor({rows, cols}, dt, dev), out = Tensor::empty({rows, cols}, dt, dev);
+      return std::function<void()>([=] { xhal::ops::softmax(x, out); });
+    });
+  }
+
+  // add with y of x's shape (x and y read, out written) and mul by a row (a scale: x read, out
+  // written, the row read once).
+  add("add/" + mn + "/" + tn, 3.0 * M * N * e, 0, Bound::memory, [=] {
+    Tensor x = random_tensor({M, N}, dt, dev), y = random_tensor({M, N}, dt, dev);
+    Tensor out = Tensor::empty({M, N}, dt, dev);
+    return std::function<void()>([=] { xhal::ops::add(x, y, out); });
+  });
+  add("mul/" + mn + "_row/" + tn, (2.0 * M * N + N) * e, 0, Bound::memory, [=] {
+    Tensor x = random_tensor({M, N}, dt, dev), y = random_tensor({N}, dt, dev);
+    Tensor out = Tensor::empty({M, N}, dt, dev);
+    return std::function<void()>([=] { xhal::ops::mul(x, y, out); });
+  });
+
   add_training_cases(s, dt, dev, cases);
 
   // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.

@@ -72,6 +72,12 @@ struct GeluTanh {
   }
 };
 
+// act(gate) up: the gated ops' element-wise formula from their activation.
+template <class Act>
+struct Gated {
+  XHAL_HOST_DEVICE static float apply(float gate, float up) { return Act::apply(gate) * up; }
+};
+
 // Calls f(Act{}) with the activation an op's call asks for: swiglu's silu, or gelu_and_mul's
 // gelu by its parameters.
 template <class F>

@@ -200,6 +200,9 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     const Tensor picks = Tensor::empty({5}, DType::i64, cpu), picked = Tensor::empty({5}, dt, cpu);
     const TensorView picked_view = picked;
     ops::argmax(packed, picks, &picked_view);
+    ops::softmax(x, out);
+    ops::add(x, res, out);
+    ops::mul(x, w, out);  // w: one row for every row of x
     const Tensor dw = Tensor::empty({200}, dt, cpu), grad = Tensor::empty({5, 200}, dt, cpu);
     const Tensor grad2 = Tensor::empty({5, 200}, dt, cpu), packed_grad = Tensor::empty({5, 400}, dt, cpu);
     ops::rms_norm_backward(res, x, w, 1e-5f, grad, dw);

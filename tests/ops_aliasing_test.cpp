@@ -47,6 +47,18 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
        [](Buffers& b) {
          ops::swiglu_packed(b.o32({4, 16}), TensorView(b.out.data() + 40, DType::f32, {4, 8}));
        }},
+      {"softmax", "out", "x",
+       [](Buffers& b) {
+         ops::softmax(b.o32({4, 16}), TensorView(b.out.data() + 8, DType::f32, {4, 16}));
+       }},
+      {"add", "out", "y",  // a broadcast row cannot be the output
+       [](Buffers& b) {
+         ops::add(b.f32({4, 16}), b.o32({16}), b.o32({4, 16}));
+       }},
+      {"mul", "out", "x",
+       [](Buffers& b) {
+         ops::mul(b.o32({4, 16}), b.f32({4, 16}), TensorView(b.out.data() + 4, DType::f32, {4, 16}));
+       }},
       {"argmax", "indices", "logits",
        [](Buffers& b) {
          ops::argmax(b.o32({4, 16}), TensorView(b.out.data() + 8, DType::i32, {4}));

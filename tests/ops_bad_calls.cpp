@@ -188,6 +188,26 @@ const std::vector<BadCall>& bad_calls() {
        }},
       {"layer_norm eps", Errc::invalid_argument, "layer_norm", "eps",
        [](Buffers& b) { ops::layer_norm(b.f32({4, 64}), b.f32({64}), nullptr, -1.0f, b.o32({4, 64})); }},
+      // softmax
+      {"softmax out shape", Errc::invalid_argument, "softmax", "out",
+       [](Buffers& b) { ops::softmax(b.f32({4, 64}), b.o32({4, 63})); }},
+      {"softmax out dtype", Errc::invalid_argument, "softmax", "out",
+       [](Buffers& b) { ops::softmax(b.f32({4, 64}), TensorView(b.out.data(), DType::f16, {4, 64})); }},
+      {"softmax integer x", Errc::invalid_argument, "softmax", "x",
+       [](Buffers& b) {
+         ops::softmax(b.i32({4, 64}), TensorView(b.out.data(), DType::i32, {4, 64}));
+       }},
+      {"softmax scalar x", Errc::invalid_argument, "softmax", "x",
+       [](Buffers& b) { ops::softmax(b.f32({}), b.o32({})); }},
+      // add, mul
+      {"add y shape", Errc::invalid_argument, "add", "y",
+       [](Buffers& b) { ops::add(b.f32({4, 64}), b.f32({4, 63}), b.o32({4, 64})); }},
+      {"add y row size", Errc::invalid_argument, "add", "y",
+       [](Buffers& b) { ops::add(b.f32({4, 64}), b.f32({63}), b.o32({4, 64})); }},
+      {"mul y dtype", Errc::invalid_argument, "mul", "y",
+       [](Buffers& b) { ops::mul(b.f32({4, 64}), b.bf16({4, 64}), b.o32({4, 64})); }},
+      {"mul out shape", Errc::invalid_argument, "mul", "out",
+       [](Buffers& b) { ops::mul(b.f32({4, 64}), b.f32({64}), b.o32({64})); }},
       // argmax
       {"argmax empty row", Errc::invalid_argument, "argmax", "logits",
        [](Buffers& b) {

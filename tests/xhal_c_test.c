@@ -191,6 +191,24 @@ int main(void) {
   CHECK(xhal_argmax(&tam, &tami, NULL, NULL) == XHAL_OK);
   CHECK(xhal_argmax(&tam, &tamv, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
 
+  /* softmax of [0, ln 3] is [1/4, 3/4]; a masked entry gets 0; in place; an i64 out is refused. */
+  float sm[2][2] = {{0.0f, 1.0986123f}, {-INFINITY, 5.0f}}, smo[2][2];
+  int64_t sms[2] = {2, 2};
+  DLTensor tsm = tensor(sm, f32, 2, sms), tsmo = tensor(smo, f32, 2, sms);
+  CHECK(xhal_softmax(&tsm, &tsmo, NULL) == XHAL_OK);
+  CHECK(fabsf(smo[0][0] - 0.25f) < 1e-6f && fabsf(smo[0][1] - 0.75f) < 1e-6f && smo[1][0] == 0.0f && smo[1][1] == 1.0f);
+  CHECK(xhal_softmax(&tsm, &tsm, NULL) == XHAL_OK && sm[1][1] == 1.0f);
+  CHECK(xhal_softmax(&tsm, &tami, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
+  /* add and mul: with a full y and with a row for every row; a y row of the wrong size is refused. */
+  float ex[2][2] = {{1, 2}, {3, 4}}, ey[2][2] = {{10, 20}, {30, 40}}, er[2] = {2, -1}, eo[2][2];
+  int64_t es[2] = {2, 2}, ers[1] = {2}, ebad[1] = {3};
+  DLTensor tex = tensor(ex, f32, 2, es), tey = tensor(ey, f32, 2, es), ter = tensor(er, f32, 1, ers),
+           teo = tensor(eo, f32, 2, es), tebad = tensor(er, f32, 1, ebad);
+  CHECK(xhal_add(&tex, &tey, &teo, NULL) == XHAL_OK && eo[0][0] == 11.0f && eo[1][1] == 44.0f);
+  CHECK(xhal_mul(&tex, &ter, &teo, NULL) == XHAL_OK && eo[0][0] == 2.0f && eo[0][1] == -2.0f && eo[1][0] == 6.0f);
+  CHECK(xhal_add(&tex, &tebad, &teo, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
   /* gelu_and_mul: gelu(0) * u = 0, gelu(2) = 2 Phi(2) = 1.9544997 (erf), 1.9545977 (tanh); packed
    * agrees; an unknown approximation is refused. */
   CHECK(xhal_gelu_and_mul(&tg, &tu, &ts1, 0, NULL) == XHAL_OK); /* erf */

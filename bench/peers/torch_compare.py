@@ -83,6 +83,9 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_merge_attention_states": [_P, _P, _P, _P, _P, _P, _P],
     "xhal_kv_cache_write": [_P, _P, _P, _P, _P, _P],
     "xhal_argmax": [_P, _P, _P, _P],
+    "xhal_softmax": [_P, _P, _P],
+    "xhal_add": [_P, _P, _P, _P],
+    "xhal_mul": [_P, _P, _P, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -688,6 +691,25 @@ def case_argmax(ctx, B, V):
                     B * V * 2 + B * 10, "GB/s", "copy")
 
 
+def case_softmax(ctx, M, N):
+    x = randn(M, N, scale=4.0)
+    out = torch.empty_like(x)
+    run = ctx.xhal.op("xhal_softmax", x, out)
+    return run_case(ctx, lambda: (run, [out]), [("torch.softmax", lambda: [torch.softmax(x, dim=-1)])], [out],
+                    2 * M * N * x.element_size(), "GB/s", "copy")
+
+
+def case_binary(ctx, M, N, op, row):
+    x = randn(M, N)
+    y = randn(N) if row else randn(M, N)
+    out = torch.empty_like(x)
+    run = ctx.xhal.op(f"xhal_{op}", x, y, out)
+    fn = torch.add if op == "add" else torch.mul
+    peers = [("torch." + op, lambda: [fn(x, y)])]
+    return run_case(ctx, lambda: (run, [out]), peers, [out], (2 * M * N + y.numel()) * x.element_size(), "GB/s",
+                    "copy")
+
+
 def measure_ceilings(ctx):
     src = torch.ones(GiB, dtype=torch.uint8, device=DEVICE)
     dst = torch.empty_like(src)
@@ -838,6 +860,11 @@ def run_cases(ctx, shapes):
     section(ctx, "kv_cache_write", f"T{T} Hkv8 D128", case_kv_cache_write, T, 8, 128)
     for B in (1, 64):
         section(ctx, "argmax", f"B{B} V128256", case_argmax, B, 128256)
+    for M, N in ((64, 128256), (16384, 4096)):
+        section(ctx, "softmax", f"{M}x{N}", case_softmax, M, N)
+    for M, N in shapes["elementwise"]:
+        section(ctx, "add", f"{M}x{N}", case_binary, M, N, "add", False)
+        section(ctx, "mul", f"{M}x{N} by a row", case_binary, M, N, "mul", True)
     B, L = shapes["paged"]
     section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
     for M, N, K in shapes["linear"]:

@@ -42,7 +42,10 @@ extern "C" {
   OP(GELU_AND_MUL, gelu_and_mul, xhal_gelu_op_params)                                \
   OP(GELU_AND_MUL_PACKED, gelu_and_mul_packed, xhal_gelu_op_params)                  \
   OP(ARGMAX, argmax, void)                                                           \
-  OP(LAYER_NORM, layer_norm, xhal_norm_op_params)
+  OP(LAYER_NORM, layer_norm, xhal_norm_op_params)                                    \
+  OP(SOFTMAX, softmax, void)                                                         \
+  OP(ADD, add, void)                                                                 \
+  OP(MUL, mul, void)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -192,7 +195,15 @@ extern "C" {
   TENSOR(LAYER_NORM, X, x, 0, XHAL_ROLE_IN, 0)                                      \
   TENSOR(LAYER_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                            \
   TENSOR(LAYER_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                                 \
-  TENSOR(LAYER_NORM, BIAS, bias, 3, XHAL_ROLE_IN, 1)
+  TENSOR(LAYER_NORM, BIAS, bias, 3, XHAL_ROLE_IN, 1)                                \
+  TENSOR(SOFTMAX, X, x, 0, XHAL_ROLE_IN, 0)                                         \
+  TENSOR(SOFTMAX, OUT, out, 1, XHAL_ROLE_OUT, 0)                                    \
+  TENSOR(ADD, X, x, 0, XHAL_ROLE_IN, 0)                                             \
+  TENSOR(ADD, Y, y, 1, XHAL_ROLE_IN, 0)                                             \
+  TENSOR(ADD, OUT, out, 2, XHAL_ROLE_OUT, 0)                                        \
+  TENSOR(MUL, X, x, 0, XHAL_ROLE_IN, 0)                                             \
+  TENSOR(MUL, Y, y, 1, XHAL_ROLE_IN, 0)                                             \
+  TENSOR(MUL, OUT, out, 2, XHAL_ROLE_OUT, 0)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the

@@ -93,6 +93,16 @@ void fused_add_rms_norm(const TensorView& x, const TensorView& residual, const T
 void layer_norm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps, const TensorView& out,
                 const Stream* stream = nullptr);
 
+// out = exp(x - max) / sum(exp(x - max)) over the last dim, in f32; out may be x itself. A row of
+// -inf (every entry masked) or holding a NaN or +inf comes out NaN, as in torch.softmax.
+void softmax(const TensorView& x, const TensorView& out, const Stream* stream = nullptr);
+
+// out = x + y and out = x * y element by element, in f32 and rounded once; y is x's shape or y[N]
+// with N x's last dim (one row for every row of x: a bias, a scale). out may be x, or y when y
+// has x's shape.
+void add(const TensorView& x, const TensorView& y, const TensorView& out, const Stream* stream = nullptr);
+void mul(const TensorView& x, const TensorView& y, const TensorView& out, const Stream* stream = nullptr);
+
 // out = silu(gate) * up.
 void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out, const Stream* stream = nullptr);
 // x[...,2N]: gate = first half, up = second half; out[...,N].

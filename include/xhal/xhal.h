@@ -65,6 +65,11 @@ xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual,
 /* bias optional (NULL). */
 xhal_status xhal_layer_norm(const DLTensor* x, const DLTensor* weight, const DLTensor* bias, float eps,
                             const DLTensor* out, void* stream);
+/* Over the last dim; out may be x. */
+xhal_status xhal_softmax(const DLTensor* x, const DLTensor* out, void* stream);
+/* y of x's shape or [N] (a row for every row of x); out may be x, or y when y has x's shape. */
+xhal_status xhal_add(const DLTensor* x, const DLTensor* y, const DLTensor* out, void* stream);
+xhal_status xhal_mul(const DLTensor* x, const DLTensor* y, const DLTensor* out, void* stream);
 xhal_status xhal_swiglu(const DLTensor* gate, const DLTensor* up, const DLTensor* out, void* stream);
 xhal_status xhal_swiglu_packed(const DLTensor* x, const DLTensor* out, void* stream);
 /* out = gelu(gate) * up; approximation 0: exact (erf), 1: the tanh approximation. */

@@ -11,6 +11,7 @@
 
 #include "element.hpp"
 #include "kernel_registration.hpp"
+#include "row_lse.hpp"
 #include "tensor_ref.hpp"
 
 namespace xhal::cpu {
@@ -30,29 +31,6 @@ inline xhal_status check_labels(const xhal_op_call* c, const char* op, char* msg
     }
   }
   return XHAL_OK;
-}
-
-// log(sum(exp(x))) of a row, one exponential at a time; -inf for a row of -inf (masked classes),
-// NaN when x holds a NaN.
-template <class E>
-float scalar_row_lse(const typename E::Storage* x, int64_t V) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < V; ++j) m = std::fmax(m, E::load(x[j]));
-  if (m == -std::numeric_limits<float>::infinity()) {  // every class masked, or NaNs (fmax skips them)
-    for (int64_t j = 0; j < V; ++j) {
-      if (std::isnan(E::load(x[j]))) return E::load(x[j]);
-    }
-    return m;
-  }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < V; ++j) sum += std::exp(E::load(x[j]) - m);
-  return m + std::log(sum);
-}
-
-template <class E>
-void scalar_exp_row(const typename E::Storage* x, typename E::Storage* d, int64_t V, float lse, float scale,
-                    float floor) {
-  for (int64_t j = 0; j < V; ++j) d[j] = E::store(scale * std::exp(E::load(x[j]) - lse) - floor);
 }
 
 template <class E, class Lse>

@@ -228,6 +228,33 @@ xhal_status xhal_layer_norm(const DLTensor* x, const DLTensor* weight, const DLT
   });
 }
 
+xhal_status xhal_softmax(const DLTensor* x, const DLTensor* out, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::softmax;
+    auto o = view(out, op, XHAL_SOFTMAX_OUT);
+    auto s = stream_for(o, stream);
+    xhal::ops::softmax(view(x, op, XHAL_SOFTMAX_X), o, ptr(s));
+  });
+}
+
+xhal_status xhal_add(const DLTensor* x, const DLTensor* y, const DLTensor* out, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::add;
+    auto o = view(out, op, XHAL_ADD_OUT);
+    auto s = stream_for(o, stream);
+    xhal::ops::add(view(x, op, XHAL_ADD_X), view(y, op, XHAL_ADD_Y), o, ptr(s));
+  });
+}
+
+xhal_status xhal_mul(const DLTensor* x, const DLTensor* y, const DLTensor* out, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::mul;
+    auto o = view(out, op, XHAL_MUL_OUT);
+    auto s = stream_for(o, stream);
+    xhal::ops::mul(view(x, op, XHAL_MUL_X), view(y, op, XHAL_MUL_Y), o, ptr(s));
+  });
+}
+
 xhal_status xhal_swiglu(const DLTensor* gate, const DLTensor* up, const DLTensor* out, void* stream) {
   return guarded([&] {
     auto o = view(out, xhal::Op::swiglu, XHAL_SWIGLU_OUT);

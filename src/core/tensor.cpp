@@ -61,8 +61,9 @@ size_t checked_copy_bytes(const TensorView& dst, const TensorView& src, const ch
   const size_t bytes = dst.nbytes();
   for (const auto& [name, view] : {std::pair{"dst", &dst}, std::pair{"src", &src}}) {
     if (bytes != 0 && view->data() == nullptr) {
-      throw Error(Errc::invalid_argument, fmt::format("{}: argument '{}': expected data for {} bytes, got a null pointer",
-                                                      function, name, bytes));
+      throw Error(
+          Errc::invalid_argument,
+          fmt::format("{}: argument '{}': expected data for {} bytes, got a null pointer", function, name, bytes));
     }
   }
   return bytes;

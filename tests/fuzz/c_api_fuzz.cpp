@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 18);
+  const int op = in.ConsumeIntegralInRange<int>(0, 21);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -238,6 +238,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 18: {
       const DLTensor* bias = in.ConsumeBool() ? t[4] : nullptr;
       call = [&, bias] { return xhal_layer_norm(t[0], t[1], bias, eps, t[2], nullptr); };
+      break;
+    }
+    case 19: {
+      const DLTensor* out = in.ConsumeBool() ? t[0] : t[2];  // in place or not
+      call = [&, out] { return xhal_softmax(t[0], out, nullptr); };
+      break;
+    }
+    case 20:
+    case 21: {
+      const DLTensor* y = in.ConsumeBool() ? t[1] : t[4];  // full or a row, as the palette makes them
+      call = [&, y, op] { return op == 20 ? xhal_add(t[0], y, t[2], nullptr) : xhal_mul(t[0], y, t[2], nullptr); };
       break;
     }
     case 17: {

@@ -207,6 +207,31 @@ std::vector<double> paged_attention(const std::vector<double>& q, const std::vec
   return out;
 }
 
+std::vector<double> elementwise(const std::vector<double>& x, const std::vector<double>& y, bool product) {
+  require(y.size() == x.size() || (!y.empty() && x.size() % y.size() == 0),
+          "elementwise: y must have x's size or divide it (one row repeated)");
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double b = y[i % y.size()];
+    out[i] = product ? x[i] * b : x[i] + b;
+  }
+  return out;
+}
+
+std::vector<double> softmax(const std::vector<double>& x, int64_t N) {
+  require(N > 0 && x.size() % sz(N) == 0, "softmax: x must be [M,N], N >= 1");
+  std::vector<double> out(x.size());
+  for (size_t row = 0; row < x.size(); row += sz(N)) {
+    double max = -std::numeric_limits<double>::infinity();
+    for (size_t n = 0; n < sz(N); ++n) max = std::fmax(max, x[row + n]);
+    // exp(x - max) as written: -inf - -inf and +inf - +inf are NaN, and so is the row's sum.
+    double sum = 0;
+    for (size_t n = 0; n < sz(N); ++n) sum += std::exp(x[row + n] - max);
+    for (size_t n = 0; n < sz(N); ++n) out[row + n] = std::exp(x[row + n] - max) / sum;
+  }
+  return out;
+}
+
 std::vector<double> layer_norm(const std::vector<double>& x, const std::vector<double>& weight,
                                const std::vector<double>& bias, double eps) {
   const size_t N = weight.size();

@@ -80,6 +80,14 @@ std::vector<double> paged_attention(const std::vector<double>& q, const std::vec
 // x[M,N], weight[N] -> out[M,N] = x / sqrt(mean(x^2) + eps) * weight, per row.
 std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight, double eps);
 
+// x + y, or x y when `product`, element by element; y has x's size or is one row repeated over
+// x's rows.
+std::vector<double> elementwise(const std::vector<double>& x, const std::vector<double>& y, bool product);
+
+// softmax over rows of N: exp(x - max) / sum(exp(x - max)), NaN in every entry of a row of -inf or
+// one holding a NaN or +inf (as torch.softmax).
+std::vector<double> softmax(const std::vector<double>& x, int64_t N);
+
 // x[M,N], weight[N], bias[N] (empty: none) -> (x - mean) / sqrt(var + eps) * weight + bias per row,
 // var the mean squared deviation.
 std::vector<double> layer_norm(const std::vector<double>& x, const std::vector<double>& weight,
