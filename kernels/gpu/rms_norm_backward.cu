@@ -317,10 +317,10 @@ struct RmsNormBackwardKernel {
     // Rows of 128 threads of four chunks (4096 16-bit elements): the group size a constant, so
     // that chunk offsets fold into the addresses, and the weight held in registers across rows
     // (bf16: 128 registers, no spill): 118 -> 107 us at 16384 x 4096 bf16 on an H200. f16's
-    // conversions leave no registers for the weight (12 bytes spilled); the fused op holds its
-    // residual gradient and has room for neither.
+    // conversions leave no registers for the weight (12 bytes spilled) and f32 is unmeasured: both
+    // read it from L1 as before; the fused op holds its residual gradient and has room for neither.
     if constexpr (!kFused) {
-      constexpr bool kHold = E::kDType != XHAL_DTYPE_F16;
+      constexpr bool kHold = E::kDType == XHAL_DTYPE_BF16;
       if (warps_for((chunks + 3) / 4) == 128) return rows_launch<VEC, 4, kFused, 128, kHold>(128, rows, device);
     }
     if (kFused && chunks <= 2 * kRowsBlock) {
