@@ -201,6 +201,7 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     const TensorView picked_view = picked;
     ops::argmax(packed, picks, &picked_view);
     ops::softmax(x, out);
+    ops::layer_norm(x, w, &w.view(), 1e-5f, out);  // w as the bias too
     ops::add(x, res, out);
     ops::mul(x, w, out);  // w: one row for every row of x
     const Tensor dw = Tensor::empty({200}, dt, cpu), grad = Tensor::empty({5, 200}, dt, cpu);
