@@ -61,5 +61,8 @@ Tensor i32_tensor(const std::vector<int32_t>& values, const std::vector<int64_t>
 // The training ops' cases (the norms' and swiglu's gradients, cross_entropy, embedding and
 // the optimizer), appended to `cases`.
 void add_training_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>& cases);
+// The serving ops' cases (merge_attention_states, kv_cache_write, argmax, softmax, add, mul),
+// appended to `cases`.
+void add_serving_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>& cases);
 
 }  // namespace xhal::bench

@@ -263,77 +263,7 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
     });
   }
 
-  // merge_attention_states (a shared prefix's attention and the rest's, Llama-3 8B's 32 heads):
-  // two outputs and their lse read, one of each written.
-  {
-    const int64_t T = s.rope_tokens, H = 32, D = kHeadDim;
-    add(fmt::format("merge_attention_states/T{}_H{}_D{}/{}", T, H, D, tn), 3.0 * T * H * (D * e + 4.0), 0,
-        Bound::memory, [=] {
-          Tensor a = random_tensor({T, H, D}, dt, dev), b = random_tensor({T, H, D}, dt, dev);
-          Tensor lse_a = random_tensor({H, T}, DType::f32, dev), lse_b = random_tensor({H, T}, DType::f32, dev);
-          Tensor out = Tensor::empty({T, H, D}, dt, dev), lse = Tensor::empty({H, T}, DType::f32, dev);
-          return std::function<void()>([=] {
-            const xhal::TensorView lse_view = lse;
-            xhal::ops::merge_attention_states(a, lse_a, b, lse_b, out, &lse_view);
-          });
-        });
-  }
-
-  // kv_cache_write (Llama-3 8B's 8 kv heads): a prefill batch's keys and values into a paged cache
-  // of twice as many slots, blocks of 16 in shuffled order; the rows read once and written once.
-  {
-    const int64_t T = s.rope_tokens, Hkv = 8, D = kHeadDim, block_size = 16, blocks = 2 * T / block_size;
-    add(fmt::format("kv_cache_write/T{}_Hkv{}_D{}/{}", T, Hkv, D, tn), 4.0 * T * Hkv * D * e + 4.0 * T, 0,
-        Bound::memory, [=] {
-          std::vector<int32_t> block_order(static_cast<size_t>(blocks)), slots(static_cast<size_t>(T));
-          std::iota(block_order.begin(), block_order.end(), 0);
-          std::shuffle(block_order.begin(), block_order.end(), std::mt19937(7));
-          for (int64_t t = 0; t < T; ++t)
-            slots[size_t(t)] = int32_t(block_order[size_t(t / block_size)] * block_size + t % block_size);
-          Tensor k = random_tensor({T, Hkv, D}, dt, dev), v = random_tensor({T, Hkv, D}, dt, dev);
-          Tensor slot_mapping = Tensor::from_host(slots.data(), {T}, DType::i32, dev);
-          Tensor k_cache = Tensor::empty({blocks, block_size, Hkv, D}, dt, dev);
-          Tensor v_cache = Tensor::empty({blocks, block_size, Hkv, D}, dt, dev);
-          return std::function<void()>([=] { xhal::ops::kv_cache_write(k, v, slot_mapping, k_cache, v_cache); });
-        });
-  }
-
-  // argmax (greedy decoding over Llama 3's vocabulary, one sequence and a batch of 64): the logits
-  // read once, an index and a value written per row.
-  for (const int64_t B : {int64_t(1), int64_t(64)}) {
-    const int64_t V = 128256;
-    add(fmt::format("argmax/B{}_V{}/{}", B, V, tn), double(B) * V * e + B * (8.0 + e), 0, Bound::memory, [=] {
-      Tensor logits = random_tensor({B, V}, dt, dev);
-      Tensor indices = Tensor::empty({B}, DType::i64, dev), values = Tensor::empty({B}, dt, dev);
-      return std::function<void()>([=] {
-        const xhal::TensorView v = values;
-        xhal::ops::argmax(logits, indices, &v);
-      });
-    });
-  }
-
-  // softmax over Llama 3's vocabulary for a batch of 64 (sampling's probabilities) and over rows
-  // of the norms' shape: x read once, out written once.
-  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{64, 128256}, std::pair<int64_t, int64_t>{M, N}}) {
-    add(fmt::format("softmax/{}x{}/{}", rows, cols, tn), 2.0 * double(rows) * double(cols) * e, 0, Bound::memory, [=] {
-      Tensor x = random_tensor({rows, cols}, dt, dev), out = Tensor::empty({rows, cols}, dt, dev);
-      return std::function<void()>([=] { xhal::ops::softmax(x, out); });
-    });
-  }
-
-  // add with y of x's shape (x and y read, out written) and mul by a row (a scale: x read, out
-  // written, the row read once).
-  add("add/" + mn + "/" + tn, 3.0 * M * N * e, 0, Bound::memory, [=] {
-    Tensor x = random_tensor({M, N}, dt, dev), y = random_tensor({M, N}, dt, dev);
-    Tensor out = Tensor::empty({M, N}, dt, dev);
-    return std::function<void()>([=] { xhal::ops::add(x, y, out); });
-  });
-  add("mul/" + mn + "_row/" + tn, (2.0 * M * N + N) * e, 0, Bound::memory, [=] {
-    Tensor x = random_tensor({M, N}, dt, dev), y = random_tensor({N}, dt, dev);
-    Tensor out = Tensor::empty({M, N}, dt, dev);
-    return std::function<void()>([=] { xhal::ops::mul(x, y, out); });
-  });
-
+  add_serving_cases(s, dt, dev, cases);
   add_training_cases(s, dt, dev, cases);
 
   // rope (Llama-3 8B heads): q and k read and written in place, positions and the cache rows read.

@@ -237,22 +237,28 @@ xhal_status xhal_softmax(const DLTensor* x, const DLTensor* out, void* stream) {
   });
 }
 
-xhal_status xhal_add(const DLTensor* x, const DLTensor* y, const DLTensor* out, void* stream) {
+namespace {
+
+// add and mul, which share their slots.
+xhal_status binary_elementwise(xhal::Op op,
+                               void (*fn)(const xhal::TensorView&, const xhal::TensorView&, const xhal::TensorView&,
+                                          const xhal::Stream*),
+                               const DLTensor* x, const DLTensor* y, const DLTensor* out, void* stream) {
   return guarded([&] {
-    constexpr xhal::Op op = xhal::Op::add;
     auto o = view(out, op, XHAL_ADD_OUT);
     auto s = stream_for(o, stream);
-    xhal::ops::add(view(x, op, XHAL_ADD_X), view(y, op, XHAL_ADD_Y), o, ptr(s));
+    fn(view(x, op, XHAL_ADD_X), view(y, op, XHAL_ADD_Y), o, ptr(s));
   });
 }
 
+}  // namespace
+
+xhal_status xhal_add(const DLTensor* x, const DLTensor* y, const DLTensor* out, void* stream) {
+  return binary_elementwise(xhal::Op::add, xhal::ops::add, x, y, out, stream);
+}
+
 xhal_status xhal_mul(const DLTensor* x, const DLTensor* y, const DLTensor* out, void* stream) {
-  return guarded([&] {
-    constexpr xhal::Op op = xhal::Op::mul;
-    auto o = view(out, op, XHAL_MUL_OUT);
-    auto s = stream_for(o, stream);
-    xhal::ops::mul(view(x, op, XHAL_MUL_X), view(y, op, XHAL_MUL_Y), o, ptr(s));
-  });
+  return binary_elementwise(xhal::Op::mul, xhal::ops::mul, x, y, out, stream);
 }
 
 xhal_status xhal_swiglu(const DLTensor* gate, const DLTensor* up, const DLTensor* out, void* stream) {
