@@ -1,4 +1,4 @@
-// xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, softmax,
+// xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, sample, softmax,
 // add and mul.
 #include <algorithm>
 #include <numeric>
@@ -66,6 +66,17 @@ void add_serving_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>&
         const xhal::TensorView v = values;
         xhal::ops::argmax(logits, indices, &v);
       });
+    });
+  }
+
+  // sample with top-p 0.9 over Llama 3's vocabulary: the bound counts the logits read once (the
+  // kernels read them from the cache several times more: max, the threshold's digits, the draw).
+  for (const int64_t B : {int64_t(1), int64_t(64)}) {
+    const int64_t V = 128256;
+    add(fmt::format("sample/B{}_V{}_top_p/{}", B, V, tn), double(B) * V * e + B * 8.0, 0, Bound::memory, [=] {
+      Tensor logits = random_tensor({B, V}, dt, dev);
+      Tensor tokens = Tensor::empty({B}, DType::i64, dev);
+      return std::function<void()>([=] { xhal::ops::sample(logits, tokens, {1.0f, 0, 0.9f, 0.0f, 1234, 0}); });
     });
   }
 

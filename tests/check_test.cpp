@@ -200,6 +200,7 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     const Tensor picks = Tensor::empty({5}, DType::i64, cpu), picked = Tensor::empty({5}, dt, cpu);
     const TensorView picked_view = picked;
     ops::argmax(packed, picks, &picked_view);
+    ops::sample(packed, picks, {0.8f, 10, 0.9f, 0.01f, 5, 6});
     ops::softmax(x, out);
     ops::layer_norm(x, w, &w.view(), 1e-5f, out);  // w as the bias too
     ops::add(x, res, out);

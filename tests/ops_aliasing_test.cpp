@@ -63,6 +63,15 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
        [](Buffers& b) {
          ops::argmax(b.o32({4, 16}), TensorView(b.out.data() + 8, DType::i32, {4}));
        }},
+      {"sample", "tokens", "logits",
+       [](Buffers& b) {
+         ops::sample(b.o32({4, 16}), TensorView(b.out.data() + 8, DType::i32, {4}));
+       }},
+      {"sample", "tokens", "temperature",
+       [](Buffers& b) {
+         const TensorView temperature = b.o32({4});
+         ops::sample(b.f32({4, 16}), TensorView(b.out.data() + 2, DType::i32, {4}), {}, {&temperature});
+       }},
       {"gelu_and_mul_packed", "out", "x",
        [](Buffers& b) {
          ops::gelu_and_mul_packed(b.o32({4, 16}), TensorView(b.out.data() + 40, DType::f32, {4, 8}));

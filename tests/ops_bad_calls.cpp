@@ -222,6 +222,42 @@ const std::vector<BadCall>& bad_calls() {
          const TensorView values = b.o32({5});
          ops::argmax(b.f32({4, 64}), TensorView(b.out.data() + 64, DType::i64, {4}), &values);
        }},
+      // sample
+      {"sample logits rank", Errc::invalid_argument, "sample", "logits",
+       [](Buffers& b) { ops::sample(b.f32({64}), TensorView(b.out.data(), DType::i64, {1})); }},
+      {"sample empty vocabulary", Errc::invalid_argument, "sample", "logits",
+       [](Buffers& b) { ops::sample(b.f32({4, 0}), TensorView(b.out.data(), DType::i64, {4})); }},
+      {"sample tokens dtype", Errc::invalid_argument, "sample", "tokens",
+       [](Buffers& b) { ops::sample(b.f32({4, 64}), b.o32({4})); }},
+      {"sample tokens shape", Errc::invalid_argument, "sample", "tokens",
+       [](Buffers& b) { ops::sample(b.f32({4, 64}), TensorView(b.out.data(), DType::i64, {5})); }},
+      {"sample temperature", Errc::invalid_argument, "sample", "temperature",
+       [](Buffers& b) {
+         ops::sample(b.f32({4, 64}), TensorView(b.out.data(), DType::i64, {4}), {-1.0f, 0, 1.0f, 0.0f, 0, 0});
+       }},
+      {"sample top_k", Errc::invalid_argument, "sample", "top_k",
+       [](Buffers& b) {
+         ops::sample(b.f32({4, 64}), TensorView(b.out.data(), DType::i64, {4}), {1.0f, -1, 1.0f, 0.0f, 0, 0});
+       }},
+      {"sample top_p", Errc::invalid_argument, "sample", "top_p",
+       [](Buffers& b) {
+         ops::sample(b.f32({4, 64}), TensorView(b.out.data(), DType::i64, {4}), {1.0f, 0, 0.0f, 0.0f, 0, 0});
+       }},
+      {"sample min_p", Errc::invalid_argument, "sample", "min_p",
+       [](Buffers& b) {
+         ops::sample(b.f32({4, 64}), TensorView(b.out.data(), DType::i64, {4}), {1.0f, 0, 1.0f, 1.5f, 0, 0});
+       }},
+      {"sample per-row top_k dtype", Errc::invalid_argument, "sample", "top_k",
+       [](Buffers& b) {
+         const TensorView top_k = b.f32({4});
+         ops::sample(b.f32({4, 64}), TensorView(b.out.data(), DType::i64, {4}), {}, {nullptr, &top_k});
+       }},
+      {"sample per-row seeds shape", Errc::invalid_argument, "sample", "seeds",
+       [](Buffers& b) {
+         const TensorView seeds = b.i64({3});
+         ops::sample(b.f32({4, 64}), TensorView(b.out.data(), DType::i64, {4}), {},
+                     {nullptr, nullptr, nullptr, nullptr, &seeds});
+       }},
       // gelu_and_mul
       {"gelu up dtype", Errc::invalid_argument, "gelu_and_mul", "up",
        [](Buffers& b) {

@@ -191,6 +191,21 @@ int main(void) {
   CHECK(xhal_argmax(&tam, &tami, NULL, NULL) == XHAL_OK);
   CHECK(xhal_argmax(&tam, &tamv, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
 
+  /* sample: top_k 1 keeps the largest logit whatever the draw; per-row temperature 0 is greedy;
+   * f32 tokens and top_p 0 are refused. */
+  xhal_sample_params sap = {1.0f, 1, 1.0f, 0.0f, 42, 7};
+  int64_t sat[2] = {-1, -1};
+  float sar[2] = {0.0f, 0.0f};
+  DLTensor tsat = tensor(sat, i64, 1, ams1), tsar = tensor(sar, f32, 1, ams1);
+  CHECK(xhal_sample(&tam, &tsat, &sap, NULL, NULL) == XHAL_OK);
+  CHECK(sat[0] == 1 && sat[1] == 0);
+  xhal_sample_rows sarows = {&tsar, NULL, NULL, NULL, NULL, NULL};
+  sat[0] = sat[1] = -1;
+  CHECK(xhal_sample(&tam, &tsat, NULL, &sarows, NULL) == XHAL_OK && sat[0] == 1 && sat[1] == 0);
+  CHECK(xhal_sample(&tam, &tamv, NULL, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  sap.top_p = 0.0f;
+  CHECK(xhal_sample(&tam, &tsat, &sap, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
   /* softmax of [0, ln 3] is [1/4, 3/4]; a masked entry gets 0; in place; an i64 out is refused. */
   float sm[2][2] = {{0.0f, 1.0986123f}, {-INFINITY, 5.0f}}, smo[2][2];
   int64_t sms[2] = {2, 2};

@@ -59,6 +59,12 @@ class AttentionParams(ctypes.Structure):
                 ("softcap", ctypes.c_float)]
 
 
+class SampleParams(ctypes.Structure):
+    # xhal_sample_params of include/xhal/xhal.h.
+    _fields_ = [("temperature", ctypes.c_float), ("top_k", ctypes.c_int64), ("top_p", ctypes.c_float),
+                ("min_p", ctypes.c_float), ("seed", ctypes.c_uint64), ("step", ctypes.c_uint64)]
+
+
 _P = ctypes.c_void_p  # DLTensor*, stream, optional tensors (None = NULL)
 _PARAMS = ctypes.POINTER(AttentionParams)
 _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is always last
@@ -86,6 +92,7 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_softmax": [_P, _P, _P],
     "xhal_add": [_P, _P, _P, _P],
     "xhal_mul": [_P, _P, _P, _P],
+    "xhal_sample": [_P, _P, ctypes.POINTER(SampleParams), _P, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -232,10 +239,11 @@ def compare(outs, refs):
     return max_abs, (diff2 / max(ref2, 1e-30)) ** 0.5
 
 
-def run_case(ctx, xhal_prep, peers, poison, work, unit, ceiling):
+def run_case(ctx, xhal_prep, peers, poison, work, unit, ceiling, check=compare):
     """One op at one shape. xhal_prep() -> (run, outs): untimed set-up, the callable, and the
     tensors that hold its results. peers: [(name, fn)], fn() -> list of outputs in the order of
-    outs. poison: xhal's pure outputs, filled with NaN before the checking run. Returns rows."""
+    outs. poison: xhal's pure outputs, filled with NaN before the checking run. check(outs, refs)
+    -> (max abs, relative error) of xhal's outputs (compare: against the peer's). Returns rows."""
     for t in poison:
         t.fill_(float("nan"))
     run, outs = xhal_prep()
@@ -248,7 +256,7 @@ def run_case(ctx, xhal_prep, peers, poison, work, unit, ceiling):
             ctx.notes.append(f"{ctx.where}: peer {name} refused: {first_line(e)}")
             print(f"  {ctx.notes[-1]}", flush=True)
             continue
-        checked[name] = (fn, compare(outs, refs))
+        checked[name] = (fn, check(outs, refs))
         del refs
     del run, outs
     if not checked:
@@ -691,6 +699,33 @@ def case_argmax(ctx, B, V):
                     B * V * 2 + B * 10, "GB/s", "copy")
 
 
+def case_sample(ctx, B, V, top_p):
+    """Top-p sampling at temperature 1 against the sort-based filter engines use (sort, softmax,
+    cumsum, mask, scatter back, multinomial). The draws differ (different random numbers): the
+    check is that every xhal token lies in the nucleus torch computes from the same logits."""
+    logits = randn(B, V, scale=4.0)
+    tokens = torch.empty(B, device=DEVICE, dtype=torch.int64)
+    params = SampleParams(1.0, 0, top_p, 0.0, 1234, 0)
+    run = ctx.xhal.op("xhal_sample", logits, tokens, ctypes.pointer(params), None)
+
+    def filtered():
+        sorted_logits, order = logits.float().sort(dim=-1, descending=False)
+        cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+        drop = cumulative <= 1 - top_p
+        drop[:, -1] = False
+        masked = sorted_logits.masked_fill(drop, float("-inf"))
+        return torch.empty_like(masked).scatter_(-1, order, masked)
+
+    def peer():
+        return [torch.multinomial(filtered().softmax(dim=-1), 1).squeeze(1)]
+
+    def in_nucleus(outs, refs):
+        kept = torch.isfinite(filtered().gather(-1, outs[0].view(B, 1))).float()
+        return 0.0, 1.0 - kept.mean().item()
+    return run_case(ctx, lambda: (run, [tokens]), [("torch top-p (sort)", peer)], [], B * V * 2, "GB/s", "copy",
+                    check=in_nucleus)
+
+
 def case_softmax(ctx, M, N):
     x = randn(M, N, scale=4.0)
     out = torch.empty_like(x)
@@ -860,6 +895,8 @@ def run_cases(ctx, shapes):
     section(ctx, "kv_cache_write", f"T{T} Hkv8 D128", case_kv_cache_write, T, 8, 128)
     for B in (1, 64):
         section(ctx, "argmax", f"B{B} V128256", case_argmax, B, 128256)
+    for B in (1, 64):
+        section(ctx, "sample", f"B{B} V128256 top-p 0.9", case_sample, B, 128256, 0.9)
     for M, N in ((64, 128256), (16384, 4096)):
         section(ctx, "softmax", f"{M}x{N}", case_softmax, M, N)
     for M, N in shapes["elementwise"]:

@@ -45,7 +45,8 @@ extern "C" {
   OP(LAYER_NORM, layer_norm, xhal_norm_op_params)                                    \
   OP(SOFTMAX, softmax, void)                                                         \
   OP(ADD, add, void)                                                                 \
-  OP(MUL, mul, void)
+  OP(MUL, mul, void)                                                                 \
+  OP(SAMPLE, sample, xhal_sample_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -203,7 +204,15 @@ extern "C" {
   TENSOR(ADD, OUT, out, 2, XHAL_ROLE_OUT, 0)                                        \
   TENSOR(MUL, X, x, 0, XHAL_ROLE_IN, 0)                                             \
   TENSOR(MUL, Y, y, 1, XHAL_ROLE_IN, 0)                                             \
-  TENSOR(MUL, OUT, out, 2, XHAL_ROLE_OUT, 0)
+  TENSOR(MUL, OUT, out, 2, XHAL_ROLE_OUT, 0)                                        \
+  TENSOR(SAMPLE, LOGITS, logits, 0, XHAL_ROLE_IN, 0)                                \
+  TENSOR(SAMPLE, TOKENS, tokens, 1, XHAL_ROLE_OUT, 0)                               \
+  TENSOR(SAMPLE, TEMPERATURE, temperature, 2, XHAL_ROLE_IN, 1)                      \
+  TENSOR(SAMPLE, TOP_K, top_k, 3, XHAL_ROLE_IN, 1)                                  \
+  TENSOR(SAMPLE, TOP_P, top_p, 4, XHAL_ROLE_IN, 1)                                  \
+  TENSOR(SAMPLE, MIN_P, min_p, 5, XHAL_ROLE_IN, 1)                                  \
+  TENSOR(SAMPLE, SEEDS, seeds, 6, XHAL_ROLE_IN, 1)                                  \
+  TENSOR(SAMPLE, STEPS, steps, 7, XHAL_ROLE_IN, 1)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the
@@ -299,6 +308,20 @@ typedef struct xhal_grad_norm_op_params {
   uint32_t struct_size;
   float max_norm; /* clip_scale = min(1, max_norm / (norm + 1e-6)); <= 0: 1 */
 } xhal_grad_norm_op_params;
+
+/* sample's longest row: the integer weights of a row (2^40 each at most) sum to under 2^64. */
+#define XHAL_SAMPLE_MAX_VOCABULARY 16777215
+
+/* sample's settings for every row; a per-row tensor (slots TEMPERATURE .. STEPS) replaces its member. */
+typedef struct xhal_sample_op_params {
+  uint32_t struct_size;
+  float temperature; /* <= 0: greedy (argmax) */
+  int64_t top_k; /* <= 0 or >= V: off */
+  float top_p; /* >= 1: off */
+  float min_p; /* <= 0: off */
+  uint64_t seed; /* Philox key */
+  uint64_t step; /* Philox counter */
+} xhal_sample_op_params;
 
 #ifdef __cplusplus
 }

@@ -149,6 +149,33 @@ Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const RopeS
 void argmax(const TensorView& logits, const TensorView& indices, const TensorView* values = nullptr,
             const Stream* stream = nullptr);
 
+// sample's settings for every row of a call (docs/ops.md, sample).
+struct SampleParams {
+  float temperature = 1.0f;  // 0: greedy (argmax); else >= 0 and finite
+  int64_t top_k = 0;  // 0: off
+  float top_p = 1.0f;  // in (0, 1]; 1: off
+  float min_p = 0.0f;  // in [0, 1]; 0: off
+  uint64_t seed = 0;  // a request's random stream: Philox's key
+  uint64_t step = 0;  // the draw within it: Philox's counter
+};
+// Per-row settings ([B], contiguous, on logits' device), each replacing its SampleParams member for
+// every row: temperature, top_p, min_p f32; top_k i32; seeds, steps i64. Null: the scalar.
+struct SampleRowParams {
+  const TensorView* temperature = nullptr;
+  const TensorView* top_k = nullptr;
+  const TensorView* top_p = nullptr;
+  const TensorView* min_p = nullptr;
+  const TensorView* seeds = nullptr;
+  const TensorView* steps = nullptr;
+};
+
+// tokens[B] (i32 or i64) = one token drawn from each row of logits[B, V]: temperature, then top-k,
+// top-p and min-p, then a draw from the kept tokens' weights with a counter-based random number
+// (Philox4x32-10 keyed by the row's seed, counted by its step), so a request's tokens do not depend
+// on the batch it runs in. Every backend computes the same token from the same logits.
+void sample(const TensorView& logits, const TensorView& tokens, const SampleParams& params = {},
+            const SampleRowParams& rows = {}, const Stream* stream = nullptr);
+
 // out[M,N] = x[M,K] @ w[N,K]^T + bias[N] (optional).
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& out,
             const Stream* stream = nullptr);

@@ -97,6 +97,21 @@ xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bi
 /* indices[...] (i32|i64) = argmax of each row of logits[..., V] (first on ties, NaN largest);
  * values (optional, NULL) = the row's largest value. */
 xhal_status xhal_argmax(const DLTensor* logits, const DLTensor* indices, const DLTensor* values, void* stream);
+/* tokens[B] (i32|i64) drawn from each row of logits[B, V] (docs/ops.md, sample): temperature
+ * (0: greedy), top_k (0: off), top_p (1: off), min_p (0: off), Philox seed and step. params NULL:
+ * temperature 1, no filter, seed and step 0. rows NULL, or per-row tensors ([B], each NULL or
+ * f32 temperature/top_p/min_p, i32 top_k, i64 seeds/steps) replacing the scalars. */
+typedef struct xhal_sample_params {
+  float temperature;
+  int64_t top_k;
+  float top_p, min_p;
+  uint64_t seed, step;
+} xhal_sample_params;
+typedef struct xhal_sample_rows {
+  const DLTensor *temperature, *top_k, *top_p, *min_p, *seeds, *steps;
+} xhal_sample_rows;
+xhal_status xhal_sample(const DLTensor* logits, const DLTensor* tokens, const xhal_sample_params* params,
+                        const xhal_sample_rows* rows, void* stream);
 
 /* Gradients: see the Gradients section of docs/ops.md. */
 xhal_status xhal_rms_norm_backward(const DLTensor* dout, const DLTensor* x, const DLTensor* weight, float eps,

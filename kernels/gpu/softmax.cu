@@ -1,9 +1,11 @@
-// softmax on any GPU. A row's lse comes from running (max, sum of exp(x - max)) pairs, one a
-// thread, merged across the block; then out = exp(x - lse) over the row, read a second time
-// (mostly from L1 or L2). out may be x: in the second pass each thread rereads the chunks it
-// writes. Rows that fill the GPU take a block each; a few long rows (sampling's [B, V] logits)
-// are split into spans over several blocks: one kernel writes each span's pair, a second merges a
-// row's pairs and writes its span. 16-byte vectors when rows are aligned.
+// softmax on any GPU. Rows of up to 16 chunks a lane take a warp each and stay in its registers:
+// one read, the max and the sum of exp(x - max) by shuffles, out = exp(x - lse). Longer rows take
+// a block: a row's lse comes from running (max, sum of exp(x - max)) pairs, one a thread, merged
+// across the block; then out = exp(x - lse) over the row, read a second time (mostly from L1 or
+// L2). out may be x: in the second pass each thread rereads the chunks it writes. A few long rows
+// (sampling's [B, V] logits) are split into spans over several blocks: one kernel writes each
+// span's pair, a second merges a row's pairs and writes its span. 16-byte vectors when rows are
+// aligned.
 // Non-finite values as on the CPU (row_lse.hpp): a pair's sum takes no term from -inf and NaN
 // from a NaN or +inf, so a row of -inf has lse -inf, one holding a NaN or +inf lse NaN, and both
 // come out NaN.
@@ -87,6 +89,68 @@ __device__ void write_span(const typename E::T* row, typename E::T* out, int64_t
 
 __device__ inline float lse_of(MaxSum t) { return t.max + logf(t.sum); }
 
+constexpr int kMaxHeldChunks = 16;  // a lane's chunks in registers: 64 registers of 16-byte chunks
+constexpr int kWarpRowsThreads = 256;  // about 100 registers a thread: two blocks a multiprocessor
+
+// A warp a row, the row's kHeld * kWarpSize chunks (or fewer) in registers. The max ignores NaN
+// (fmaxf) but the sum does not, so NaN and +inf rows still come out NaN, as the pairs do.
+template <class E, int VEC, int kHeld>
+__global__ void __launch_bounds__(kWarpRowsThreads)
+    softmax_warp_rows_kernel(const typename E::T* x, RowLayout xl, typename E::T* out, RowLayout ol) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / kWarpSize);
+  const int64_t chunks = xl.cols / VEC;
+  for (int64_t row = int64_t(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize; row < xl.rows;
+       row += warps) {
+    const typename E::T* xr = x + xl.offset(row);
+    Chunk<E, VEC> v[kHeld];
+#pragma unroll
+    for (int i = 0; i < kHeld; ++i) {
+      if (lane + int64_t(i) * kWarpSize < chunks) v[i].load(xr + (lane + int64_t(i) * kWarpSize) * VEC);
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kHeld; ++i) {
+      if (lane + int64_t(i) * kWarpSize < chunks) {
+        for (int k = 0; k < VEC; ++k) m = fmaxf(m, v[i].get(k));
+      }
+    }
+    m = warp_max(m);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kHeld; ++i) {
+      if (lane + int64_t(i) * kWarpSize < chunks) {
+        for (int k = 0; k < VEC; ++k) s += exp_from(v[i].get(k), m);
+      }
+    }
+    const float lse = lse_of({m, warp_sum(s)});
+    typename E::T* orow = out + ol.offset(row);
+#pragma unroll
+    for (int i = 0; i < kHeld; ++i) {
+      if (lane + int64_t(i) * kWarpSize < chunks) {
+        float y[VEC];
+        for (int k = 0; k < VEC; ++k) y[k] = expf(v[i].get(k) - lse);
+        Chunk<E, VEC> o;
+        o.set(y);
+        o.store(orow + (lane + int64_t(i) * kWarpSize) * VEC);
+      }
+    }
+  }
+}
+
+// The warp kernel holding `chunks` chunks a row: the fewest a lane that holds them.
+template <class E, int VEC, int kHeld = 1>
+void launch_warp_rows(int64_t chunks, unsigned grid, gpuStream_t stream, const typename E::T* x, RowLayout xl,
+                      typename E::T* out, RowLayout ol) {
+  if constexpr (kHeld < kMaxHeldChunks) {
+    if (chunks > int64_t(kHeld) * kWarpSize) {
+      launch_warp_rows<E, VEC, 2 * kHeld>(chunks, grid, stream, x, xl, out, ol);
+      return;
+    }
+  }
+  softmax_warp_rows_kernel<E, VEC, kHeld><<<grid, kWarpRowsThreads, 0, stream>>>(x, xl, out, ol);
+}
+
 // A block a row (blocks loop when rows outnumber the grid).
 template <class E, int VEC>
 __global__ void __launch_bounds__(kThreads)
@@ -144,6 +208,15 @@ struct Softmax {
     auto stream = static_cast<gpuStream_t>(c->stream);
     const auto* xd = static_cast<const T*>(x->data);
     auto* od = static_cast<T*>(out->data);
+    if (chunks <= int64_t(kMaxHeldChunks) * kWarpSize) {
+      const unsigned grid = grid_for(xl.rows, kWarpRowsThreads / kWarpSize, int64_t(1) << 20);
+      if (vectorized) {
+        launch_warp_rows<E, Vec<E>::kVec>(chunks, grid, stream, xd, xl, od, ol);
+      } else {
+        launch_warp_rows<E, 1>(chunks, grid, stream, xd, xl, od, ol);
+      }
+      return launch_status(msg, len, "softmax");
+    }
     if (splits == 1) {
       auto go = [&](auto kernel) {
         kernel<<<grid_for(xl.rows, 1, int64_t(1) << 20), block_threads(chunks, kThreads), 0, stream>>>(xd, xl, od, ol);

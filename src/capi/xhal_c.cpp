@@ -433,6 +433,29 @@ xhal_status xhal_argmax(const DLTensor* logits, const DLTensor* indices, const D
   });
 }
 
+xhal_status xhal_sample(const DLTensor* logits, const DLTensor* tokens, const xhal_sample_params* params,
+                        const xhal_sample_rows* rows, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::sample;
+    auto l = view(logits, op, XHAL_SAMPLE_LOGITS);
+    auto s = stream_for(l, stream);
+    xhal::ops::SampleParams p;
+    if (params != nullptr) {
+      p = {params->temperature, params->top_k, params->top_p, params->min_p, params->seed, params->step};
+    }
+    const xhal_sample_rows none{};
+    const xhal_sample_rows& r = rows != nullptr ? *rows : none;
+    auto temperature = optional_view(r.temperature, op, XHAL_SAMPLE_TEMPERATURE);
+    auto top_k = optional_view(r.top_k, op, XHAL_SAMPLE_TOP_K);
+    auto top_p = optional_view(r.top_p, op, XHAL_SAMPLE_TOP_P);
+    auto min_p = optional_view(r.min_p, op, XHAL_SAMPLE_MIN_P);
+    auto seeds = optional_view(r.seeds, op, XHAL_SAMPLE_SEEDS);
+    auto steps = optional_view(r.steps, op, XHAL_SAMPLE_STEPS);
+    xhal::ops::sample(l, view(tokens, op, XHAL_SAMPLE_TOKENS), p,
+                      {ptr(temperature), ptr(top_k), ptr(top_p), ptr(min_p), ptr(seeds), ptr(steps)}, ptr(s));
+  });
+}
+
 xhal_status xhal_embedding_backward(const DLTensor* ids, const DLTensor* dout, const DLTensor* dtable,
                                     int64_t padding_idx, void* stream) {
   return guarded([&] {

@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 21);
+  const int op = in.ConsumeIntegralInRange<int>(0, 22);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -249,6 +249,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 21: {
       const DLTensor* y = in.ConsumeBool() ? t[1] : t[4];  // full or a row, as the palette makes them
       call = [&, y, op] { return op == 20 ? xhal_add(t[0], y, t[2], nullptr) : xhal_mul(t[0], y, t[2], nullptr); };
+      break;
+    }
+    case 22: {  // per-row settings: whatever values the fuzzed buffers hold have a meaning
+      const xhal_sample_params sp{in.ConsumeFloatingPoint<float>(), in.ConsumeIntegralInRange<int64_t>(-2, 12),
+                                  in.ConsumeFloatingPoint<float>(), in.ConsumeFloatingPoint<float>(),
+                                  in.ConsumeIntegral<uint64_t>(),   in.ConsumeIntegral<uint64_t>()};
+      const bool with_params = in.ConsumeBool(), with_rows = in.ConsumeBool();
+      call = [&, sp, with_params, with_rows] {
+        const xhal_sample_rows rows{t[1], t[6], t[2], nullptr, t[7], t[5]};
+        return xhal_sample(t[0], t[5], with_params ? &sp : nullptr, with_rows ? &rows : nullptr, nullptr);
+      };
       break;
     }
     case 17: {

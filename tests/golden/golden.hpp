@@ -119,6 +119,22 @@ std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta
 // where a row has one (NaN above every number, as torch.argmax).
 std::vector<int64_t> argmax(const std::vector<double>& logits, int64_t V);
 
+// sample's distribution over one row of logits (finite, at least one > -inf), float64: weights
+// exp((x - max) / temperature); top_k keeps the logits >= the k-th largest (0: off); top_p the
+// fewest largest logits (ties together) whose weights reach top_p of the top-k ones' (1: off);
+// min_p the weights >= min_p (the largest weight is 1). p: each token's probability, 0 for dropped
+// ones; borderline: tokens whose keeping f32 arithmetic may decide either way.
+struct SampleSettings {
+  double temperature = 1;
+  int64_t top_k = 0;
+  double top_p = 1, min_p = 0;
+};
+struct SampleDistribution {
+  std::vector<double> p;
+  std::vector<bool> borderline;
+};
+SampleDistribution sample_distribution(const std::vector<double>& logits, const SampleSettings& settings);
+
 // The same with Hugging Face's "rope_scaling" (transformers' rope initialisation functions, in
 // their vector form): type "linear", "llama3" or "yarn". attention_factor 0: yarn's default.
 struct RopeScaling {

@@ -1,0 +1,110 @@
+// The row loop of the CPU sample kernels: rows in parallel, each row's largest logit (a row that is
+// greedy, holds a NaN or +inf, or is all -inf takes argmax's pick), its keys and weights, top-k's
+// and top-p's threshold from `threshold`, then the draw by a walk in index order (kernels/sampling.hpp
+// has the arithmetic every backend shares). The kernels differ in how they find the threshold and
+// compute the weights.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/argmax.hpp"
+#include "kernels/cpu/element.hpp"
+#include "kernels/cpu/region_errors.hpp"
+#include "kernels/cpu/scratch.hpp"
+#include "kernels/cpu/tensor_ref.hpp"
+#include "kernels/sampling.hpp"
+
+namespace xhal::cpu {
+
+// A row's keys (kernels::order_key) and weights (kernels::sample_weight, held as the float 2^40 w
+// whose integer part is the weight), and room for the threshold search.
+struct SampleRowWork {
+  uint32_t* keys;
+  float* weights;
+  uint32_t* order;  // the reference's positions sorted by key
+};
+
+inline uint64_t weight_at(const SampleRowWork& w, int64_t i) { return uint64_t(w.weights[i]); }
+
+// Whether a token stays: its key at least the threshold and its weight at least min-p's.
+inline bool sample_kept(const SampleRowWork& w, int64_t i, uint32_t threshold, uint64_t min_weight) {
+  return w.keys[i] >= threshold && weight_at(w, i) >= min_weight;
+}
+
+template <class E>
+int64_t argmax_position(const typename E::Storage* row, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (kernels::argmax_before(E::load(row[i]), i, E::load(row[best]), best)) best = i;
+  }
+  return best;
+}
+
+// The drawn token among the kept ones (at least the largest logit, weight 2^40).
+inline int64_t sample_draw(const SampleRowWork& w, int64_t n, const kernels::SampleRow& s, uint32_t threshold) {
+  uint64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) total += sample_kept(w, i, threshold, s.min_weight) ? weight_at(w, i) : 0;
+  const uint64_t point = kernels::sample_point(s, total);
+  uint64_t below = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!sample_kept(w, i, threshold, s.min_weight)) continue;
+    below += weight_at(w, i);
+    if (below > point) return i;
+  }
+  return n - 1;  // not reached: the last kept token's sum is total > point
+}
+
+// Weights(const float* x, n, max, temperature, SampleRowWork&) fills keys and weights;
+// Threshold(const SampleRowWork&, n, const SampleRow&) returns the key threshold (0: none).
+template <class E, class Weights, class Threshold>
+xhal_status sample_rows(const xhal_op_call* c, char* msg, size_t len, const char* kernel_name, Weights&& weights,
+                        Threshold&& threshold) {
+  using S = typename E::Storage;
+  const TensorRef<const S> logits(c->tensors[XHAL_SAMPLE_LOGITS]);
+  const DLTensor* tokens = c->tensors[XHAL_SAMPLE_TOKENS];
+  const bool wide = tokens->dtype.bits == 64;
+  const int64_t n = logits.size(-1), rows = logits.rows();
+  const kernels::SampleArgs args = kernels::sample_args(c);
+  Carver layout;
+  layout.take<float>(n);
+  layout.take<uint32_t>(n);
+  layout.take<float>(n);
+  layout.take<uint32_t>(n);
+  ThreadWorkspaces spaces(c, layout.bytes(), rows);
+  if (!spaces.ok()) return workspaces_refused(msg, len, kernel_name, layout.bytes());
+  RegionErrors errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(spaces.threads())
+  for (int64_t r = 0; r < rows; ++r) {
+    errors.capture([&] {
+      Carver carve(spaces.of_this_thread());
+      float* x = carve.take<float>(n);
+      SampleRowWork work{carve.take<uint32_t>(n), carve.take<float>(n), carve.take<uint32_t>(n)};
+      const S* row = logits.row(r);
+      const kernels::SampleRow s = args.row(r, n);
+      float max = -INFINITY;
+      bool special = false;  // a NaN or +inf
+      for (int64_t i = 0; i < n; ++i) {
+        x[i] = E::load(row[i]);
+        special = special || x[i] != x[i] || x[i] == INFINITY;
+        max = x[i] > max ? x[i] : max;
+      }
+      int64_t token = 0;
+      if (s.greedy || special || max == -INFINITY) {
+        token = argmax_position<E>(row, n);
+      } else {
+        weights(x, n, max, s.temperature, work);
+        token = sample_draw(work, n, s, threshold(work, n, s));
+      }
+      if (wide) {
+        static_cast<int64_t*>(tokens->data)[r] = token;
+      } else {
+        static_cast<int32_t*>(tokens->data)[r] = int32_t(token);
+      }
+    });
+  }
+  errors.rethrow();
+  return XHAL_OK;
+}
+
+}  // namespace xhal::cpu
