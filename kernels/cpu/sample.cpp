@@ -12,10 +12,7 @@ namespace xhal::cpu {
 namespace {
 
 void scalar_weights(const float* x, int64_t n, float max, float temperature, SampleRowWork& w) {
-  for (int64_t i = 0; i < n; ++i) {
-    w.keys[i] = kernels::order_key(x[i]);
-    w.weights[i] = kernels::sample_exp((x[i] - max) / temperature) * 1099511627776.0f;  // 2^40
-  }
+  scalar_keys_and_weights(x, 0, n, max, temperature, w);
 }
 
 uint32_t sorted_threshold(const SampleRowWork& w, int64_t n, const kernels::SampleRow& s) {

@@ -27,6 +27,16 @@ struct SampleRowWork {
 
 inline uint64_t weight_at(const SampleRowWork& w, int64_t i) { return uint64_t(w.weights[i]); }
 
+// Positions [begin, n)'s keys and weights one at a time: the reference's whole row, the SIMD
+// kernel's remainder.
+inline void scalar_keys_and_weights(const float* x, int64_t begin, int64_t n, float max, float temperature,
+                                    SampleRowWork& w) {
+  for (int64_t i = begin; i < n; ++i) {
+    w.keys[i] = kernels::order_key(x[i]);
+    w.weights[i] = kernels::sample_exp((x[i] - max) / temperature) * 1099511627776.0f;  // 2^40
+  }
+}
+
 // Whether a token stays: its key at least the threshold and its weight at least min-p's.
 inline bool sample_kept(const SampleRowWork& w, int64_t i, uint32_t threshold, uint64_t min_weight) {
   return w.keys[i] >= threshold && weight_at(w, i) >= min_weight;

@@ -51,10 +51,7 @@ void simd_weights(const float* x, int64_t n, float max, float temperature, Sampl
     hn::StoreU(hn::IfThenElseZero(in_range, weight), df, w.weights + i);
   }
 #endif
-  for (; i < n; ++i) {
-    w.keys[i] = kernels::order_key(x[i]);
-    w.weights[i] = kernels::sample_exp((x[i] - max) / temperature) * 1099511627776.0f;
-  }
+  scalar_keys_and_weights(x, i, n, max, temperature, w);
 }
 
 // The largest key t whose measure over the keys >= t (and >= floor) reaches `need`, or with
