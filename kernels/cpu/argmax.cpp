@@ -13,26 +13,9 @@ namespace xhal::cpu {
 namespace {
 
 template <class E>
-int64_t argmax_row(const typename E::Storage* row, int64_t n) {
-  float largest = -INFINITY;
-  bool nan = false;
-#pragma omp simd reduction(max : largest) reduction(|| : nan)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = E::load(row[i]);
-    nan = nan || v != v;
-    largest = v > largest ? v : largest;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = E::load(row[i]);
-    if (nan ? v != v : v == largest) return i;
-  }
-  return 0;  // not reached: the first pass's largest value is in the row
-}
-
-template <class E>
 struct ArgmaxKernel {
   static xhal_status run(const xhal_op_call* c, char*, size_t) {
-    argmax_rows<typename E::Storage>(c, argmax_row<E>);
+    argmax_rows<typename E::Storage>(c, argmax_position<E>);
     return XHAL_OK;
   }
 };

@@ -1,14 +1,35 @@
-// The row loop both CPU argmax kernels share: rows in parallel, each row's position from
-// `position(row, n)`, written as the call's index dtype, and the element itself as the value (the
-// same bits, NaN payloads too).
+// What the CPU argmax kernels share: the reference pick of a row (sample's greedy rows take it
+// too) and the row loop: rows in parallel, each row's position from `position(row, n)`, written as
+// the call's index dtype, and the element itself as the value (the same bits, NaN payloads too).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/cpu/tensor_ref.hpp"
 #include "kernels/kernel_registration.hpp"
 
 namespace xhal::cpu {
+
+// A row's pick in two passes: its largest value as f32 in a loop the compiler vectorises (a NaN
+// noted apart), then the first position holding it (or the first NaN), read again from the cache.
+// The reference argmax kernel's, and sample's for greedy rows.
+template <class E>
+int64_t argmax_position(const typename E::Storage* row, int64_t n) {
+  float largest = -INFINITY;
+  bool nan = false;
+#pragma omp simd reduction(max : largest) reduction(|| : nan)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = E::load(row[i]);
+    nan = nan || v != v;
+    largest = v > largest ? v : largest;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = E::load(row[i]);
+    if (nan ? v != v : v == largest) return i;
+  }
+  return 0;  // not reached: the first pass's largest value is in the row
+}
 
 template <class S, class Position>
 void argmax_rows(const xhal_op_call* c, Position&& position) {

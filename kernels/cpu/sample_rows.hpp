@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/argmax.hpp"
+#include "kernels/cpu/argmax_rows.hpp"
 #include "kernels/cpu/element.hpp"
 #include "kernels/cpu/region_errors.hpp"
 #include "kernels/cpu/scratch.hpp"
@@ -40,15 +40,6 @@ inline void scalar_keys_and_weights(const float* x, int64_t begin, int64_t n, fl
 // Whether a token stays: its key at least the threshold and its weight at least min-p's.
 inline bool sample_kept(const SampleRowWork& w, int64_t i, uint32_t threshold, uint64_t min_weight) {
   return w.keys[i] >= threshold && weight_at(w, i) >= min_weight;
-}
-
-template <class E>
-int64_t argmax_position(const typename E::Storage* row, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i) {
-    if (kernels::argmax_before(E::load(row[i]), i, E::load(row[best]), best)) best = i;
-  }
-  return best;
 }
 
 // The drawn token among the kept ones (at least the largest logit, weight 2^40).
