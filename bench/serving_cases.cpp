@@ -1,8 +1,9 @@
-// xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, sample, softmax,
+// xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, sample, top_k, softmax,
 // add and mul.
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -78,6 +79,18 @@ void add_serving_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>&
       Tensor tokens = Tensor::empty({B}, DType::i64, dev);
       return std::function<void()>([=] { xhal::ops::sample(logits, tokens, {1.0f, 0, 0.9f, 0.0f, 1234, 0}); });
     });
+  }
+
+  // top_k: the 50 largest logits of 64 rows of Llama 3's vocabulary (an engine's logprobs) and a
+  // mixture of experts' routing (8 of 256 experts for 16384 tokens): x read once, k values and
+  // i64 indices written per row.
+  for (const auto& [B, V, k] : {std::tuple<int64_t, int64_t, int64_t>{64, 128256, 50}, {16384, 256, 8}}) {
+    add(fmt::format("top_k/B{}_V{}_k{}/{}", B, V, k, tn), double(B) * V * e + double(B) * k * (8.0 + e), 0,
+        Bound::memory, [=] {
+          Tensor x = random_tensor({B, V}, dt, dev);
+          Tensor values = Tensor::empty({B, k}, dt, dev), indices = Tensor::empty({B, k}, DType::i64, dev);
+          return std::function<void()>([=] { xhal::ops::top_k(x, values, indices); });
+        });
   }
 
   // softmax over Llama 3's vocabulary for a batch of 64 (sampling's probabilities) and over rows

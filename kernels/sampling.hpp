@@ -11,24 +11,9 @@
 #include <string.h>
 
 #include "kernels/kernel_registration.hpp"
+#include "kernels/order_key.hpp"
 
 namespace xhal::kernels {
-
-XHAL_HOST_DEVICE inline uint32_t float_bits(float x) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  return __float_as_uint(x);
-#else
-  uint32_t b;
-  memcpy(&b, &x, sizeof b);
-  return b;
-#endif
-}
-
-// Unsigned integers in the order of the floats (-0 just below +0); NaN never reaches it.
-XHAL_HOST_DEVICE inline uint32_t order_key(float x) {
-  const uint32_t b = float_bits(x);
-  return (b & 0x80000000u) != 0 ? ~b : b | 0x80000000u;
-}
 
 // exp(d) for d <= 0: 2^n e^r with n = round(d / ln 2) and e^r from its Taylor polynomial of degree
 // 7 (|r| <= ln 2 / 2: under 1e-8 relative). Below -32 the weight is under the integers' resolution

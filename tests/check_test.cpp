@@ -201,6 +201,8 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     const TensorView picked_view = picked;
     ops::argmax(packed, picks, &picked_view);
     ops::sample(packed, picks, {0.8f, 10, 0.9f, 0.01f, 5, 6});
+    const Tensor top_values = Tensor::empty({5, 7}, dt, cpu), top_indices = Tensor::empty({5, 7}, DType::i32, cpu);
+    ops::top_k(packed, top_values, top_indices);
     ops::softmax(x, out);
     ops::layer_norm(x, w, &w.view(), 1e-5f, out);  // w as the bias too
     ops::add(x, res, out);

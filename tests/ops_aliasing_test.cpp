@@ -63,6 +63,15 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
        [](Buffers& b) {
          ops::argmax(b.o32({4, 16}), TensorView(b.out.data() + 8, DType::i32, {4}));
        }},
+      {"top_k", "values", "x",
+       [](Buffers& b) {
+         ops::top_k(b.o32({4, 16}), TensorView(b.out.data() + 8, DType::f32, {4, 2}),
+                    TensorView(b.out.data() + 128, DType::i32, {4, 2}));
+       }},
+      {"top_k", "indices", "values",
+       [](Buffers& b) {
+         ops::top_k(b.f32({4, 16}), b.o32({4, 2}), TensorView(b.out.data() + 4, DType::i32, {4, 2}));
+       }},
       {"sample", "tokens", "logits",
        [](Buffers& b) {
          ops::sample(b.o32({4, 16}), TensorView(b.out.data() + 8, DType::i32, {4}));

@@ -222,6 +222,30 @@ const std::vector<BadCall>& bad_calls() {
          const TensorView values = b.o32({5});
          ops::argmax(b.f32({4, 64}), TensorView(b.out.data() + 64, DType::i64, {4}), &values);
        }},
+      // top_k
+      {"top_k k above V", Errc::invalid_argument, "top_k", "values",
+       [](Buffers& b) {
+         ops::top_k(b.f32({4, 8}), b.o32({4, 9}), TensorView(b.out.data() + 64, DType::i64, {4, 9}));
+       }},
+      {"top_k k above the largest", Errc::invalid_argument, "top_k", "values",
+       [](Buffers& b) {
+         ops::top_k(TensorView(b.f.data(), DType::f32, {1, XHAL_TOP_K_MAX_K + 1}),
+                    TensorView(b.out.data(), DType::f32, {1, XHAL_TOP_K_MAX_K + 1}),
+                    TensorView(b.out.data() + 8192, DType::i32, {1, XHAL_TOP_K_MAX_K + 1}));
+       }},
+      {"top_k values dtype", Errc::invalid_argument, "top_k", "values",
+       [](Buffers& b) {
+         ops::top_k(b.f32({4, 64}), TensorView(b.out.data(), DType::bf16, {4, 2}),
+                    TensorView(b.out.data() + 64, DType::i64, {4, 2}));
+       }},
+      {"top_k indices k", Errc::invalid_argument, "top_k", "indices",
+       [](Buffers& b) {
+         ops::top_k(b.f32({4, 64}), b.o32({4, 2}), TensorView(b.out.data() + 64, DType::i64, {4, 3}));
+       }},
+      {"top_k indices dtype", Errc::invalid_argument, "top_k", "indices",
+       [](Buffers& b) { ops::top_k(b.f32({4, 64}), b.o32({4, 2}), TensorView(b.out.data() + 64, DType::f32, {4, 2})); }},
+      {"top_k indices rows", Errc::invalid_argument, "top_k", "indices",
+       [](Buffers& b) { ops::top_k(b.f32({4, 64}), b.o32({4, 2}), TensorView(b.out.data() + 64, DType::i64, {3, 2})); }},
       // sample
       {"sample logits rank", Errc::invalid_argument, "sample", "logits",
        [](Buffers& b) { ops::sample(b.f32({64}), TensorView(b.out.data(), DType::i64, {1})); }},

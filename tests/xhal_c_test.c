@@ -191,6 +191,17 @@ int main(void) {
   CHECK(xhal_argmax(&tam, &tami, NULL, NULL) == XHAL_OK);
   CHECK(xhal_argmax(&tam, &tamv, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
 
+  /* top_k: the two largest of each row, ties by position; k above V is refused. */
+  float tkv[2][2];
+  int32_t tki[2][2];
+  int64_t tks[2] = {2, 2}, tks5[2] = {2, 5};
+  DLTensor ttkv = tensor(tkv, f32, 2, tks), ttki = tensor(tki, i32, 2, tks);
+  CHECK(xhal_top_k(&tam, &ttkv, &ttki, NULL) == XHAL_OK);
+  CHECK(tki[0][0] == 1 && tki[0][1] == 2 && tkv[0][0] == 7.0f && tki[1][0] == 0 && tki[1][1] == 2 &&
+        tkv[1][1] == -1.0f);
+  DLTensor ttkv5 = tensor(tkv, f32, 2, tks5);
+  CHECK(xhal_top_k(&tam, &ttkv5, &ttki, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
   /* sample: top_k 1 keeps the largest logit whatever the draw; per-row temperature 0 is greedy;
    * f32 tokens and top_p 0 are refused. */
   xhal_sample_params sap = {1.0f, 1, 1.0f, 0.0f, 42, 7};

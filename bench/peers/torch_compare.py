@@ -726,6 +726,26 @@ def case_sample(ctx, B, V, top_p):
                     check=in_nucleus)
 
 
+def case_top_k(ctx, B, V, k):
+    x = randn(B, V, scale=4.0)
+    values = torch.empty(B, k, device=DEVICE, dtype=DTYPE)
+    indices = torch.empty(B, k, device=DEVICE, dtype=torch.int64)
+    run = ctx.xhal.op("xhal_top_k", x, values, indices)
+
+    def peer():
+        v, i = torch.topk(x, k, dim=-1)
+        return [v, i]
+
+    def same_values(outs, refs):
+        """torch.topk orders ties as it likes: the values must match torch's, and each index must
+        hold its value (xhal's order among ties is the conformance suite's to check)."""
+        err = max((outs[0].float() - refs[0].float()).abs().max().item(),
+                  (x.gather(-1, outs[1]).float() - outs[0].float()).abs().max().item())
+        return err, err
+    return run_case(ctx, lambda: (run, [values, indices]), [("torch.topk", peer)], [values],
+                    B * V * 2 + B * k * 10, "GB/s", "copy", check=same_values)
+
+
 def case_softmax(ctx, M, N):
     x = randn(M, N, scale=4.0)
     out = torch.empty_like(x)
@@ -897,6 +917,8 @@ def run_cases(ctx, shapes):
         section(ctx, "argmax", f"B{B} V128256", case_argmax, B, 128256)
     for B in (1, 64):
         section(ctx, "sample", f"B{B} V128256 top-p 0.9", case_sample, B, 128256, 0.9)
+    for B, V, k in ((64, 128256, 50), (16384, 256, 8)):
+        section(ctx, "top_k", f"B{B} V{V} k{k}", case_top_k, B, V, k)
     for M, N in ((64, 128256), (16384, 4096)):
         section(ctx, "softmax", f"{M}x{N}", case_softmax, M, N)
     for M, N in shapes["elementwise"]:

@@ -46,7 +46,8 @@ extern "C" {
   OP(SOFTMAX, softmax, void)                                                         \
   OP(ADD, add, void)                                                                 \
   OP(MUL, mul, void)                                                                 \
-  OP(SAMPLE, sample, xhal_sample_op_params)
+  OP(SAMPLE, sample, xhal_sample_op_params)                                          \
+  OP(TOP_K, top_k, void)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -212,7 +213,10 @@ extern "C" {
   TENSOR(SAMPLE, TOP_P, top_p, 4, XHAL_ROLE_IN, 1)                                  \
   TENSOR(SAMPLE, MIN_P, min_p, 5, XHAL_ROLE_IN, 1)                                  \
   TENSOR(SAMPLE, SEEDS, seeds, 6, XHAL_ROLE_IN, 1)                                  \
-  TENSOR(SAMPLE, STEPS, steps, 7, XHAL_ROLE_IN, 1)
+  TENSOR(SAMPLE, STEPS, steps, 7, XHAL_ROLE_IN, 1)                                  \
+  TENSOR(TOP_K, X, x, 0, XHAL_ROLE_IN, 0)                                           \
+  TENSOR(TOP_K, VALUES, values, 1, XHAL_ROLE_OUT, 0)                                \
+  TENSOR(TOP_K, INDICES, indices, 2, XHAL_ROLE_OUT, 0)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the
@@ -311,6 +315,9 @@ typedef struct xhal_grad_norm_op_params {
 
 /* sample's longest row: the integer weights of a row (2^40 each at most) sum to under 2^64. */
 #define XHAL_SAMPLE_MAX_VOCABULARY 16777215
+
+/* top_k's largest k (the GPU kernels sort a row's candidates in shared memory). */
+#define XHAL_TOP_K_MAX_K 4096
 
 /* sample's settings for every row; a per-row tensor (slots TEMPERATURE .. STEPS) replaces its member. */
 typedef struct xhal_sample_op_params {

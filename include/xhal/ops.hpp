@@ -149,6 +149,13 @@ Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const RopeS
 void argmax(const TensorView& logits, const TensorView& indices, const TensorView* values = nullptr,
             const Stream* stream = nullptr);
 
+// The k largest values of each row of x[..., V] and their positions, largest first: values[..., k]
+// (x's dtype, the elements themselves) and indices[..., k] (i32 or i64), both contiguous, k from
+// their last dim (1 <= k <= min(V, XHAL_TOP_K_MAX_K)), V < 2^31. argmax's order: a NaN is larger than
+// any number, and of equal values (-0 and +0 too) the lower position comes first, so values[..., 0]
+// is argmax's (as torch.topk, with its ties settled).
+void top_k(const TensorView& x, const TensorView& values, const TensorView& indices, const Stream* stream = nullptr);
+
 // sample's settings for every row of a call (docs/ops.md, sample).
 struct SampleParams {
   float temperature = 1.0f;  // 0: greedy (argmax); else >= 0 and finite

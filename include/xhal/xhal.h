@@ -97,6 +97,9 @@ xhal_status xhal_linear(const DLTensor* x, const DLTensor* w, const DLTensor* bi
 /* indices[...] (i32|i64) = argmax of each row of logits[..., V] (first on ties, NaN largest);
  * values (optional, NULL) = the row's largest value. */
 xhal_status xhal_argmax(const DLTensor* logits, const DLTensor* indices, const DLTensor* values, void* stream);
+/* values[..., k] and indices[..., k] (i32|i64) = the k largest of each row of x[..., V], largest
+ * first (NaN largest; equal values by position), k from their last dim, at most XHAL_TOP_K_MAX_K. */
+xhal_status xhal_top_k(const DLTensor* x, const DLTensor* values, const DLTensor* indices, void* stream);
 /* tokens[B] (i32|i64) drawn from each row of logits[B, V] (docs/ops.md, sample): temperature
  * (0: greedy), top_k (0: off), top_p (1: off), min_p (0: off), Philox seed and step. params NULL:
  * temperature 1, no filter, seed and step 0. rows NULL, or per-row tensors ([B], each NULL or

@@ -433,6 +433,15 @@ xhal_status xhal_argmax(const DLTensor* logits, const DLTensor* indices, const D
   });
 }
 
+xhal_status xhal_top_k(const DLTensor* x, const DLTensor* values, const DLTensor* indices, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::top_k;
+    auto xv = view(x, op, XHAL_TOP_K_X);
+    auto s = stream_for(xv, stream);
+    xhal::ops::top_k(xv, view(values, op, XHAL_TOP_K_VALUES), view(indices, op, XHAL_TOP_K_INDICES), ptr(s));
+  });
+}
+
 xhal_status xhal_sample(const DLTensor* logits, const DLTensor* tokens, const xhal_sample_params* params,
                         const xhal_sample_rows* rows, void* stream) {
   return guarded([&] {

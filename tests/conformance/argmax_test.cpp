@@ -6,6 +6,7 @@
 
 #include "conformance.hpp"
 #include "golden/golden.hpp"
+#include "tied_values.hpp"
 
 namespace xhal::test {
 namespace {
@@ -24,20 +25,11 @@ const ArgmaxCase kArgmaxCases[] = {
     {{64, 4099}, 8, DType::i32, true, true},   {{5}, 0, DType::i64, true, true},
 };
 
-// Integers in [-3, 3]: many ties for the row's largest value.
-TestTensor tied(const std::vector<int64_t>& shape, DType dtype, Device device, std::mt19937_64& rng, Layout layout) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<double> v(static_cast<size_t>(n));
-  for (double& x : v) x = double(int64_t(rng() % 7) - 3);
-  return TestTensor::of(shape, dtype, device, v, layout);
-}
-
 TEST_P(Conformance, Argmax) {
   for (const auto& [shape, pad, index_type, ties, with_values] : kArgmaxCases) {
     SCOPED_TRACE(fmt::format("shape [{}] pad {} {} ties {}", fmt::join(shape, ","), pad, dtype_name(index_type), ties));
     const Layout layout{{}, pad};
-    auto logits = ties ? tied(shape, dtype(), device(), rng(), layout) : random(shape, layout);
+    auto logits = ties ? tied_values(shape, dtype(), device(), rng(), layout) : random(shape, layout);
     const std::vector<int64_t> lead(shape.begin(), shape.end() - 1);
     int64_t rows = 1;
     for (int64_t d : lead) rows *= d;

@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 22);
+  const int op = in.ConsumeIntegralInRange<int>(0, 23);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -262,6 +262,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       };
       break;
     }
+    case 23: call = [&] { return xhal_top_k(t[0], t[2], t[5], nullptr); }; break;
     case 17: {
       const DLTensor* values = in.ConsumeBool() ? t[2] : nullptr;
       call = [&, values] { return xhal_argmax(t[0], t[5], values, nullptr); };

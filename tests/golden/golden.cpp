@@ -2,6 +2,7 @@
 #include "golden.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -335,6 +336,26 @@ std::vector<int64_t> argmax(const std::vector<double>& logits, int64_t V) {
       if (std::isnan(row[i]) || row[i] > row[best]) best = i;
     }
     out[m] = best;
+  }
+  return out;
+}
+
+std::vector<int64_t> top_k(const std::vector<double>& logits, int64_t V, int64_t k) {
+  require(V > 0 && k > 0 && k <= V && logits.size() % sz(V) == 0, "top_k: logits must be [M,V], 1 <= k <= V");
+  const size_t M = logits.size() / sz(V);
+  std::vector<int64_t> out;
+  out.reserve(M * sz(k));
+  std::vector<int64_t> order(sz(V));
+  for (size_t m = 0; m < M; ++m) {
+    const double* row = logits.data() + m * sz(V);
+    std::iota(order.begin(), order.end(), int64_t(0));
+    // A stable sort: equal values (NaNs among them) keep their positions' order.
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      const bool a_nan = std::isnan(row[a]), b_nan = std::isnan(row[b]);
+      if (a_nan || b_nan) return a_nan && !b_nan;
+      return row[a] > row[b];
+    });
+    out.insert(out.end(), order.begin(), order.begin() + k);
   }
   return out;
 }

@@ -119,6 +119,10 @@ std::vector<double> rope_cache(int64_t max_pos, int64_t rotary_dim, double theta
 // where a row has one (NaN above every number, as torch.argmax).
 std::vector<int64_t> argmax(const std::vector<double>& logits, int64_t V);
 
+// top_k: each row's k positions of logits[M,V], largest value first, NaN above every number and
+// equal values by position ([M,k], row-major).
+std::vector<int64_t> top_k(const std::vector<double>& logits, int64_t V, int64_t k);
+
 // sample's distribution over one row of logits (finite, at least one > -inf), float64: weights
 // exp((x - max) / temperature); top_k keeps the logits >= the k-th largest (0: off); top_p the
 // fewest largest logits (ties together) whose weights reach top_p of the top-k ones' (1: off);
