@@ -31,7 +31,7 @@ note() { summary+=("$1"); echo "== $1"; }
 stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,train,check,trace,memcheck,bench,before_after,linear,comm,peers,cpu,cpu_peers},"
 want() { [[ $stages == *",$1,"* ]]; }
 # The Hopper kernels; disabled, the same calls take the portable mma.sync kernels.
-wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma,cuda.attention_backward_wgmma"
+wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma,cuda.attention_backward_wgmma,cuda.paged_prefill_wgmma"
 
 # DLPack's header: Debian's package where present, else a copy shipped in a Python package.
 dlpack=""
@@ -89,7 +89,7 @@ if want conformance; then
   note "conformance cuda: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda.log" | tr '\n' ' ')"
   grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda.log" | head -n 20
   # The same attention cases through the mma.sync kernel, which the wgmma one takes over on sm_90.
-  XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal_conformance" --gtest_filter='*Attention*/cuda_*' \
+  XHAL_DISABLE_KERNELS=$wgmma "$build/bin/xhal_conformance" --gtest_filter='*Attention*/cuda_*:*PagedPrefill*/cuda_*' \
     >"$out/conformance-cuda-mma.log" 2>&1
   note "conformance cuda attention, wgmma disabled: $(grep -E '^\[  (PASSED|FAILED)' "$out/conformance-cuda-mma.log" | tr '\n' ' ')"
   grep -E "Failure|elements out of tolerance" -A1 "$out/conformance-cuda-mma.log" | head -n 10

@@ -33,6 +33,8 @@ struct Shapes {
   std::vector<int64_t> varlen_seqs;  // attention_varlen: packed sequence lengths, causal
   int64_t paged_batch, paged_ctx;  // paged_attention: Hq 32, Hkv 8, block 16
   int64_t paged_long_ctx;  // paged_attention of one long sequence
+  int64_t prefill_seqs, prefill_chunk;  // paged_prefill: chunks of new tokens, each its sequence's
+      // last, at context paged_ctx (Hq 32, Hkv 8, blocks 16, 128)
   int64_t linear_m, linear_n, linear_k;
   int64_t decode_n, decode_k;  // linear_decode: one row of x against w [decode_n, decode_k]
   int64_t copy_mib;  // ceiling/copy: bytes of the source

@@ -49,6 +49,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
                            .attn_batch = 1, .attn_heads = 16, .attn_seq = 2048,
                            .varlen_seqs = {1024, 512, 384, 128},
                            .paged_batch = 16, .paged_ctx = 4096, .paged_long_ctx = 65536,
+                           .prefill_seqs = 2, .prefill_chunk = 256,
                            .linear_m = 4096, .linear_n = 4096, .linear_k = 4096,
                            .decode_n = 28672, .decode_k = 4096,
                            .copy_mib = 1024, .gemm_size = 4096};
@@ -58,6 +59,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
                                    .attn_batch = 4, .attn_heads = 32, .attn_seq = 4096,
                                    .varlen_seqs = {4096, 2048, 1024, 512, 512},
                                    .paged_batch = 64, .paged_ctx = 4096, .paged_long_ctx = 131072,
+                                   .prefill_seqs = 32, .prefill_chunk = 512,
                                    .linear_m = 8192, .linear_n = 8192, .linear_k = 8192,
                                    .decode_n = 28672, .decode_k = 4096,
                                    .copy_mib = 1024, .gemm_size = 8192};
@@ -65,7 +67,7 @@ Shapes shapes_for(xhal::DeviceType type, bool quick) {
   Shapes s = type == xhal::DeviceType::cpu ? kCpu : kAccelerator;
   if (quick) {
     for (int64_t* n : {&s.rows, &s.rope_tokens, &s.ce_tokens, &s.optimizer_params, &s.attn_seq, &s.paged_ctx,
-                       &s.paged_long_ctx, &s.linear_m}) {
+                       &s.paged_long_ctx, &s.linear_m, &s.prefill_chunk}) {
       *n /= 8;
     }
     for (int64_t& n : s.varlen_seqs) n /= 8;
@@ -379,6 +381,44 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         });
   };
   add_paged(s.paged_batch, s.paged_ctx);
+
+  // paged_prefill: a chunk of new tokens for each of prefill_seqs sequences, the chunk the last of
+  // its context (causal, bottom-right), pages of 16 and of 128 shuffled across the pool; beside it
+  // attention_varlen over the same keys packed (equal work: xhal's dense rate, the paged op's bar).
+  {
+    const int64_t PB = s.prefill_seqs, chunk = s.prefill_chunk, ctx = s.paged_ctx;
+    double flops = 0;
+    for (int64_t i = 0; i < chunk; ++i) flops += 4.0 * PB * Hq * D * double(ctx - chunk + i + 1);
+    std::vector<int32_t> cu_q{0}, cu_k{0};
+    for (int64_t b = 0; b < PB; ++b) {
+      cu_q.push_back(cu_q.back() + int32_t(chunk));
+      cu_k.push_back(cu_k.back() + int32_t(ctx));
+    }
+    const double bytes = (2.0 * PB * chunk * Hq * D + 2.0 * PB * ctx * Hkv * D) * e;
+    const std::string shape = fmt::format("B{}_chunk{}_ctx{}_Hq{}_Hkv{}_D{}/{}", PB, chunk, ctx, Hq, Hkv, D, tn);
+    for (const int64_t block : {int64_t(16), int64_t(128)}) {
+      add(fmt::format("paged_prefill/block{}_{}", block, shape), bytes, flops, Bound::compute, [=] {
+        const int64_t blocks_per_seq = ctx / block, num_blocks = PB * blocks_per_seq;
+        std::vector<int32_t> table(static_cast<size_t>(num_blocks));
+        std::iota(table.begin(), table.end(), 0);
+        std::shuffle(table.begin(), table.end(), std::mt19937(7));
+        Tensor q = random_tensor({PB * chunk, Hq, D}, dt, dev), out = Tensor::empty({PB * chunk, Hq, D}, dt, dev);
+        Tensor kc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
+        Tensor vc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
+        Tensor bt = i32_tensor(table, {PB, blocks_per_seq}, dev), cu = i32_tensor(cu_q, {PB + 1}, dev);
+        Tensor lens = i32_tensor(std::vector<int32_t>(size_t(PB), int32_t(ctx)), {PB}, dev);
+        return std::function<void()>(
+            [=] { xhal::ops::paged_prefill(q, kc, vc, cu, bt, lens, chunk, out, {.causal = true}); });
+      });
+    }
+    add("attention_varlen/prefill_chunks/" + shape, bytes, flops, Bound::compute, [=] {
+      Tensor q = random_tensor({PB * chunk, Hq, D}, dt, dev), out = Tensor::empty({PB * chunk, Hq, D}, dt, dev);
+      Tensor k = random_tensor({PB * ctx, Hkv, D}, dt, dev), v = random_tensor({PB * ctx, Hkv, D}, dt, dev);
+      Tensor cq = i32_tensor(cu_q, {PB + 1}, dev), ck = i32_tensor(cu_k, {PB + 1}, dev);
+      return std::function<void()>(
+          [=] { xhal::ops::attention_varlen(q, k, v, cq, ck, chunk, ctx, out, {.causal = true}); });
+    });
+  }
 #if defined(XHAL_BENCH_READ_BOUND)
   // The CPU's bound for that case: its cache read block by block in the table's order (each entry's
   // K block, then its V block) with 0-8 f32 FMAs per vector and nothing else

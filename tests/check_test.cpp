@@ -243,6 +243,12 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     const Tensor pq = random_tensor({2, 4, 64}, dt, 19), po = Tensor::empty({2, 4, 64}, dt, cpu);
     ops::paged_attention(pq, kc, vc, Tensor::from_host(table.data(), {2, 2}, DType::i32, Device::cpu()),
                          Tensor::from_host(lens.data(), {2}, DType::i32, Device::cpu()), po);
+    const std::vector<int32_t> prefill_cu{0, 5, 7};
+    const Tensor ppq = random_tensor({7, 4, 64}, dt, 29), ppo = Tensor::empty({7, 4, 64}, dt, cpu);
+    ops::paged_prefill(ppq, kc, vc, Tensor::from_host(prefill_cu.data(), {3}, DType::i32, Device::cpu()),
+                       Tensor::from_host(table.data(), {2, 2}, DType::i32, Device::cpu()),
+                       Tensor::from_host(lens.data(), {2}, DType::i32, Device::cpu()), 5, ppo,
+                       AttentionParams{.causal = true});
     const std::vector<int32_t> positions{0, 5, 17, 3, 9, 30, 2};
     const Tensor rq = random_tensor({7, 4, 64}, dt, 20), rk = random_tensor({7, 2, 64}, dt, 21);
     const Tensor positions_t = Tensor::from_host(positions.data(), {7}, DType::i32, Device::cpu());

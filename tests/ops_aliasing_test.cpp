@@ -159,6 +159,11 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
        [](Buffers& b) {
          ops::swiglu_backward(b.f32({4, 64}), b.f32({4, 64}), b.f32({4, 64}), b.o32({4, 64}), b.o32({4, 64}));
        }},
+      {"paged_prefill", "out", "k_cache",
+       [](Buffers& b) {
+         ops::paged_prefill(b.f32({6, 4, 8}), b.o32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({3}), b.i32({2, 2}),
+                            b.i32({2}), 4, TensorView(b.out.data() + 64, DType::f32, {6, 4, 8}));
+       }},
       {"paged_attention", "out", "q",
        [](Buffers& b) {
          ops::paged_attention(b.o32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({2, 2}), b.i32({2}),

@@ -144,6 +144,42 @@ const std::vector<BadCall>& bad_calls() {
                               TensorView(table.data(), DType::i32, V{2, 2}), TensorView(lens.data(), DType::i32, V{2}),
                               b.o32({2, 4, 8}));
        }},
+      // paged_prefill
+      {"paged_prefill cu_seqlens_q dtype", Errc::invalid_argument, "paged_prefill", "cu_seqlens_q",
+       [](Buffers& b) {
+         ops::paged_prefill(b.f32({6, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i64({3}), b.i32({2, 2}),
+                            b.i32({2}), 4, b.o32({6, 4, 8}));
+       }},
+      {"paged_prefill table batch", Errc::invalid_argument, "paged_prefill", "block_table",
+       [](Buffers& b) {
+         ops::paged_prefill(b.f32({6, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({3}), b.i32({3, 2}),
+                            b.i32({2}), 4, b.o32({6, 4, 8}));
+       }},
+      {"paged_prefill lse shape", Errc::invalid_argument, "paged_prefill", "lse",
+       [](Buffers& b) {
+         const TensorView lse(b.out.data() + 1024, DType::f32, V{6, 4});
+         ops::paged_prefill(b.f32({6, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({3}), b.i32({2, 2}),
+                            b.i32({2}), 4, b.o32({6, 4, 8}), {}, &lse);
+       }},
+      {"paged_prefill max_seqlen_q", Errc::invalid_argument, "paged_prefill", "max_seqlen_q",
+       [](Buffers& b) {
+         ops::paged_prefill(b.f32({6, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({3}), b.i32({2, 2}),
+                            b.i32({2}), -1, b.o32({6, 4, 8}));
+       }},
+      {"paged_prefill offsets past q", Errc::invalid_argument, "paged_prefill", "cu_seqlens_q",
+       [](Buffers& b) {
+         std::vector<int32_t> cu{0, 4, 9}, table{0, 1, 2, 3}, lens{4, 5};
+         ops::paged_prefill(b.f32({6, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}),
+                            TensorView(cu.data(), DType::i32, V{3}), TensorView(table.data(), DType::i32, V{2, 2}),
+                            TensorView(lens.data(), DType::i32, V{2}), 5, b.o32({6, 4, 8}));
+       }},
+      {"paged_prefill block index out of range", Errc::invalid_argument, "paged_prefill", "block_table",
+       [](Buffers& b) {
+         std::vector<int32_t> cu{0, 4, 6}, table{0, 1, 2, 99}, lens{4, 20};
+         ops::paged_prefill(b.f32({6, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}),
+                            TensorView(cu.data(), DType::i32, V{3}), TensorView(table.data(), DType::i32, V{2, 2}),
+                            TensorView(lens.data(), DType::i32, V{2}), 4, b.o32({6, 4, 8}));
+       }},
       // rms_norm, fused_add_rms_norm
       {"weight size", Errc::invalid_argument, "rms_norm", "weight",
        [](Buffers& b) {

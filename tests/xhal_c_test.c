@@ -260,6 +260,10 @@ int main(void) {
   vo[0] = 0;
   CHECK(xhal_paged_attention(&tvq, &tkc, &tvc, &ttab, &tlen, &tvo, NULL, NULL) == XHAL_OK);
   CHECK(vo[0] == 9 && vo[3] == 6);
+  /* paged_prefill: the same query as a one-token chunk of a one-token sequence. */
+  vo[0] = 0;
+  CHECK(xhal_paged_prefill(&tvq, &tkc, &tvc, &tcu, &ttab, &tlen, 1, &tvo, NULL, NULL, NULL) == XHAL_OK);
+  CHECK(vo[0] == 9 && vo[3] == 6);
   table[0] = 5;
   CHECK(xhal_paged_attention(&tvq, &tkc, &tvc, &ttab, &tlen, &tvo, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
   CHECK(strstr(xhal_last_error(), "block_table") != NULL);

@@ -47,12 +47,14 @@ extern "C" {
   OP(ADD, add, void)                                                                 \
   OP(MUL, mul, void)                                                                 \
   OP(SAMPLE, sample, xhal_sample_op_params)                                          \
-  OP(TOP_K, top_k, void)
+  OP(TOP_K, top_k, void)                                                             \
+  OP(PAGED_PREFILL, paged_prefill, xhal_attention_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
  * NULL for paged_attention) so that one kernel can serve all three, and so do each forward op and
- * the others of its family: rms_norm_backward and its fused form share dout, x|residual, weight,
+ * the others of its family (paged_prefill has attention_varlen's slots 0-5 and leaves
+ * cu_seqlens_k's 6 empty, its block table and lengths at 7-8): rms_norm_backward and its fused form share dout, x|residual, weight,
  * dx, dweight at 0-4, the swiglu backward ops dout at 0, their input at 1 and its gradient at 3,
  * the gelu_and_mul ops swiglu's slots (one kernel serves the gated activations), and
  * rope_backward has rope's slots. cross_entropy_backward reads the forward's lse at the
@@ -216,7 +218,15 @@ extern "C" {
   TENSOR(SAMPLE, STEPS, steps, 7, XHAL_ROLE_IN, 1)                                  \
   TENSOR(TOP_K, X, x, 0, XHAL_ROLE_IN, 0)                                           \
   TENSOR(TOP_K, VALUES, values, 1, XHAL_ROLE_OUT, 0)                                \
-  TENSOR(TOP_K, INDICES, indices, 2, XHAL_ROLE_OUT, 0)
+  TENSOR(TOP_K, INDICES, indices, 2, XHAL_ROLE_OUT, 0)                              \
+  TENSOR(PAGED_PREFILL, Q, q, 0, XHAL_ROLE_IN, 0)                                   \
+  TENSOR(PAGED_PREFILL, K_CACHE, k_cache, 1, XHAL_ROLE_IN, 0)                       \
+  TENSOR(PAGED_PREFILL, V_CACHE, v_cache, 2, XHAL_ROLE_IN, 0)                       \
+  TENSOR(PAGED_PREFILL, OUT, out, 3, XHAL_ROLE_OUT, 0)                              \
+  TENSOR(PAGED_PREFILL, LSE, lse, 4, XHAL_ROLE_OUT, 1)                              \
+  TENSOR(PAGED_PREFILL, CU_SEQLENS_Q, cu_seqlens_q, 5, XHAL_ROLE_IN, 0)             \
+  TENSOR(PAGED_PREFILL, BLOCK_TABLE, block_table, 7, XHAL_ROLE_IN, 0)               \
+  TENSOR(PAGED_PREFILL, SEQ_LENS, seq_lens, 8, XHAL_ROLE_IN, 0)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the

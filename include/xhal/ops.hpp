@@ -80,6 +80,17 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
                      const TensorView& block_table, const TensorView& seq_lens, const TensorView& out,
                      const AttentionParams& params = {}, const Stream* stream = nullptr);
 
+// Several query tokens a sequence against the paged cache (chunked prefill, prefix caching,
+// speculative verification): q[Tq,Hq,D] packed by cu_seqlens_q[B+1] (i32), caches and
+// block_table[B,max_blocks] as paged_attention's, seq_lens[B] (i32) each sequence's length in the
+// cache, its new tokens included (written by kv_cache_write first): sequence b's Sq new tokens are
+// its last, at positions seq_lens[b] - Sq .. seq_lens[b] - 1, so the causal mask is attention's
+// bottom-right one. -> out[Tq,Hq,Dv]; lse[Hq,Tq] f32 (optional). max_seqlen_q bounds every Sq.
+void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                   const TensorView& cu_seqlens_q, const TensorView& block_table, const TensorView& seq_lens,
+                   int64_t max_seqlen_q, const TensorView& out, const AttentionParams& params = {},
+                   const TensorView* lse = nullptr, const Stream* stream = nullptr);
+
 // out[...,N] = x / sqrt(mean(x^2) + eps) * weight[N].
 void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out,
               const Stream* stream = nullptr);

@@ -59,6 +59,10 @@ xhal_status xhal_attention_varlen(const DLTensor* q, const DLTensor* k, const DL
 xhal_status xhal_paged_attention(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
                                  const DLTensor* block_table, const DLTensor* seq_lens, const DLTensor* out,
                                  const xhal_attention_params* params, void* stream);
+xhal_status xhal_paged_prefill(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
+                               const DLTensor* cu_seqlens_q, const DLTensor* block_table, const DLTensor* seq_lens,
+                               int64_t max_seqlen_q, const DLTensor* out, const xhal_attention_params* params,
+                               const DLTensor* lse, void* stream);
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream);
 xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual, const DLTensor* weight, float eps,
                                     const DLTensor* out, void* stream);

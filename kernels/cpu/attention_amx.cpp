@@ -1,4 +1,4 @@
-// attention and attention_varlen in bf16 on CPUs with AMX: the BLAS kernel's loop (tasks of up to
+// attention, attention_varlen and paged_prefill in bf16 on CPUs with AMX: the BLAS kernel's loop (tasks of up to
 // kRows query rows of one kv head's group, tiles of kKeys keys, online softmax in f32), with both
 // matrix products on the tile unit (TDPBF16PS: bf16 pairs, f32 sums) instead of sgemm, so nothing
 // is widened to f32 first. K and V are laid out once per (sequence, kv head), before its tasks
@@ -389,9 +389,9 @@ const char* amx_supports(void*, const xhal_op_call*) {
   return nullptr;
 }
 
-xhal_status run_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched, char* msg, size_t len) {
-  const char* op = batched ? "attention" : "attention_varlen";
-  switch (const xhal_status s = HWY_DYNAMIC_DISPATCH(attention_amx)(c, seqs, batched)) {
+xhal_status run_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, char* msg, size_t len) {
+  const char* op = forward_op_name(c);
+  switch (const xhal_status s = HWY_DYNAMIC_DISPATCH(attention_amx)(c, seqs, c->op == XHAL_OP_ATTENTION)) {
     case XHAL_OK: return XHAL_OK;
     case XHAL_ERR_OUT_OF_MEMORY: return workspaces_refused(msg, len, op);
     default: return kernel_error(msg, len, s, "%s: the AMX kernel was dispatched to a target without AVX-512", op);
@@ -401,16 +401,9 @@ xhal_status run_amx(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs
 template <class E>
 struct AttentionAmx {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return run_amx(c, batched_spans(c), true, msg, len);
-  }
-};
-
-template <class E>
-struct AttentionVarlenAmx {
-  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     std::vector<SequenceSpan> seqs;
-    if (const xhal_status s = varlen_spans(c, msg, len, &seqs); s != XHAL_OK) return s;
-    return run_amx(c, seqs, false, msg, len);
+    if (const xhal_status s = forward_spans(c, msg, len, &seqs); s != XHAL_OK) return s;
+    return run_amx(c, seqs, msg, len);
   }
 };
 }  // namespace
@@ -418,8 +411,9 @@ struct AttentionVarlenAmx {
 XHAL_REGISTER_KERNELS(host) {
   const kernels::KernelTraits on_amx{kFeatureFastPriority, false, amx_supports};
   kernels::register_for<AttentionAmx, BF16>(host, "cpu.attention_amx", XHAL_OP_ATTENTION, accuracy_for, on_amx);
-  kernels::register_for<AttentionVarlenAmx, BF16>(host, "cpu.attention_varlen_amx", XHAL_OP_ATTENTION_VARLEN,
-                                                  accuracy_for, on_amx);
+  kernels::register_for<AttentionAmx, BF16>(host, "cpu.attention_varlen_amx", XHAL_OP_ATTENTION_VARLEN, accuracy_for,
+                                            on_amx);
+  kernels::register_for<AttentionAmx, BF16>(host, "cpu.paged_prefill_amx", XHAL_OP_PAGED_PREFILL, accuracy_for, on_amx);
 }
 
 }  // namespace xhal::cpu

@@ -1,4 +1,4 @@
-// attention and attention_varlen on the CPU with OpenBLAS and SIMD (Highway, best target picked at
+// attention, attention_varlen and paged_prefill on the CPU with OpenBLAS and SIMD (Highway, best target picked at
 // run time): FlashAttention-2's loop with both matrix products through sgemm. A task (sequence,
 // kv head, up to kMaxRows query rows shared among the group's query heads, stacked, as many as fit
 // in L2 with a tile's keys) converts its queries to f32 once, pre-scaled by scale * log2(e) so the
@@ -129,33 +129,26 @@ namespace xhal::cpu {
 HWY_EXPORT(attention_blas);
 
 namespace {
-xhal_status run_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, bool batched, char* msg,
-                     size_t len) {
+xhal_status run_blas(const xhal_op_call* c, const std::vector<SequenceSpan>& seqs, char* msg, size_t len) {
   int64_t bytes = 0;
-  if (HWY_DYNAMIC_DISPATCH(attention_blas)(c, seqs, batched, &bytes)) return XHAL_OK;
-  return workspaces_refused(msg, len, batched ? "attention" : "attention_varlen", bytes);
+  if (HWY_DYNAMIC_DISPATCH(attention_blas)(c, seqs, c->op == XHAL_OP_ATTENTION, &bytes)) return XHAL_OK;
+  return workspaces_refused(msg, len, forward_op_name(c), bytes);
 }
 
 template <class E>
 struct AttentionBlas {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return run_blas(c, batched_spans(c), true, msg, len);
-  }
-};
-
-template <class E>
-struct AttentionVarlenBlas {
-  static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     std::vector<SequenceSpan> seqs;
-    if (const xhal_status s = varlen_spans(c, msg, len, &seqs); s != XHAL_OK) return s;
-    return run_blas(c, seqs, false, msg, len);
+    if (const xhal_status s = forward_spans(c, msg, len, &seqs); s != XHAL_OK) return s;
+    return run_blas(c, seqs, msg, len);
   }
 };
 }  // namespace
 
 XHAL_REGISTER_KERNELS(host) {
   register_fast_kernels<AttentionBlas>(host, "cpu.attention_blas", XHAL_OP_ATTENTION);
-  register_fast_kernels<AttentionVarlenBlas>(host, "cpu.attention_varlen_blas", XHAL_OP_ATTENTION_VARLEN);
+  register_fast_kernels<AttentionBlas>(host, "cpu.attention_varlen_blas", XHAL_OP_ATTENTION_VARLEN);
+  register_fast_kernels<AttentionBlas>(host, "cpu.paged_prefill_blas", XHAL_OP_PAGED_PREFILL);
 }
 
 }  // namespace xhal::cpu

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernel_registration.hpp"
+#include "paged_attention_checks.hpp"
 #include "region_errors.hpp"
 #include "scratch.hpp"
 #include "tensor_ref.hpp"
@@ -35,6 +36,27 @@ inline std::vector<SequenceSpan> batched_spans(const xhal_op_call* c) {
       SequenceSpan{0, c->tensors[XHAL_ATTENTION_Q]->shape[1], 0, c->tensors[XHAL_ATTENTION_K]->shape[1]});
 }
 
+// Offsets cu[B+1] of packed sequences: [0] == 0, non-decreasing, within `total` tokens, each
+// sequence at most max_len long.
+inline xhal_status check_offsets(char* msg, size_t len, const char* name, const TensorRef<const int32_t>& cu,
+                                 int64_t total, int64_t max_len) {
+  if (*cu.at(0) != 0) {
+    return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT, "argument '%s': expected [0] == 0, got %d", name,
+                        *cu.at(0));
+  }
+  for (int64_t b = 0; b + 1 < cu.size(0); ++b) {
+    const int64_t begin = *cu.at(b), end = *cu.at(b + 1);
+    if (end < begin || end > total || end - begin > max_len) {
+      return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT,
+                          "argument '%s': expected non-decreasing offsets within %lld tokens and "
+                          "sequence lengths <= max_seqlen %lld, got [%lld] = %lld, [%lld] = %lld",
+                          name, (long long)total, (long long)max_len, (long long)b, (long long)begin,
+                          (long long)(b + 1), (long long)end);
+    }
+  }
+  return XHAL_OK;
+}
+
 // attention_varlen: the spans of cu_seqlens_q/k, checked (non-decreasing, within the tokens and
 // max_seqlen) before anything is written; then a span without keys for the rows past the last
 // sequence, if any.
@@ -43,23 +65,10 @@ inline xhal_status varlen_spans(const xhal_op_call* c, char* msg, size_t len, st
       cu_k(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_K]);
   const int64_t Tq = c->tensors[XHAL_ATTENTION_Q]->shape[0], Tk = c->tensors[XHAL_ATTENTION_K]->shape[0];
   const int64_t batch = cu_q.size(0) - 1;
+  const xhal_attention_op_params& p = kernels::op_params<xhal_attention_op_params>(c);
   for (const auto& [name, cu, total, max_len] :
-       {std::tuple{"cu_seqlens_q", &cu_q, Tq, kernels::op_params<xhal_attention_op_params>(c).max_seqlen_q},
-        std::tuple{"cu_seqlens_k", &cu_k, Tk, kernels::op_params<xhal_attention_op_params>(c).max_seqlen_k}}) {
-    if (*cu->at(0) != 0) {
-      return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT, "argument '%s': expected [0] == 0, got %d", name,
-                          *cu->at(0));
-    }
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t begin = *cu->at(b), end = *cu->at(b + 1);
-      if (end < begin || end > total || end - begin > max_len) {
-        return kernel_error(msg, len, XHAL_ERR_INVALID_ARGUMENT,
-                            "argument '%s': expected non-decreasing offsets within %lld tokens and "
-                            "sequence lengths <= max_seqlen %lld, got [%lld] = %lld, [%lld] = %lld",
-                            name, (long long)total, (long long)max_len, (long long)b, (long long)begin,
-                            (long long)(b + 1), (long long)end);
-      }
-    }
+       {std::tuple{"cu_seqlens_q", &cu_q, Tq, p.max_seqlen_q}, std::tuple{"cu_seqlens_k", &cu_k, Tk, p.max_seqlen_k}}) {
+    if (const xhal_status s = check_offsets(msg, len, name, *cu, total, max_len); s != XHAL_OK) return s;
   }
   seqs->clear();
   for (int64_t b = 0; b < batch; ++b) {
@@ -71,15 +80,59 @@ inline xhal_status varlen_spans(const xhal_op_call* c, char* msg, size_t len, st
   return XHAL_OK;
 }
 
+// paged_prefill: the spans of cu_seqlens_q with the keys of seq_lens, after the offsets, lengths
+// and the block indices they use are checked; then a span without keys for the rows past the last
+// sequence, as varlen_spans.
+inline xhal_status paged_spans(const xhal_op_call* c, char* msg, size_t len, std::vector<SequenceSpan>* seqs) {
+  if (const xhal_status s =
+          check_paged_tables(c, msg, len, XHAL_PAGED_PREFILL_BLOCK_TABLE, XHAL_PAGED_PREFILL_SEQ_LENS);
+      s != XHAL_OK) {
+    return s;
+  }
+  if (const xhal_status s = check_offsets(
+          msg, len, "cu_seqlens_q", TensorRef<const int32_t>(c->tensors[XHAL_PAGED_PREFILL_CU_SEQLENS_Q]),
+          c->tensors[XHAL_PAGED_PREFILL_Q]->shape[0], kernels::op_params<xhal_attention_op_params>(c).max_seqlen_q);
+      s != XHAL_OK) {
+    return s;
+  }
+  const TensorRef<const int32_t> cu_q(c->tensors[XHAL_PAGED_PREFILL_CU_SEQLENS_Q]),
+      lens(c->tensors[XHAL_PAGED_PREFILL_SEQ_LENS]);
+  const int64_t Tq = c->tensors[XHAL_PAGED_PREFILL_Q]->shape[0], batch = cu_q.size(0) - 1;
+  seqs->clear();
+  for (int64_t b = 0; b < batch; ++b) seqs->push_back({*cu_q.at(b), *cu_q.at(b + 1) - *cu_q.at(b), 0, *lens.at(b)});
+  if (const int64_t covered = *cu_q.at(batch); covered < Tq) seqs->push_back({covered, Tq - covered, 0, 0});
+  return XHAL_OK;
+}
+
+// The checked spans of a forward call: attention's, attention_varlen's or paged_prefill's.
+inline xhal_status forward_spans(const xhal_op_call* c, char* msg, size_t len, std::vector<SequenceSpan>* seqs) {
+  switch (c->op) {
+    case XHAL_OP_ATTENTION: *seqs = batched_spans(c); return XHAL_OK;
+    case XHAL_OP_PAGED_PREFILL: return paged_spans(c, msg, len, seqs);
+    default: return varlen_spans(c, msg, len, seqs);
+  }
+}
+
+inline const char* forward_op_name(const xhal_op_call* c) {
+  switch (c->op) {
+    case XHAL_OP_ATTENTION: return "attention";
+    case XHAL_OP_PAGED_PREFILL: return "paged_prefill";
+    default: return "attention_varlen";
+  }
+}
+
 // The op's rows by (sequence, token of it, head): batched tensors have a leading batch dim, packed
-// (varlen) ones do not.
+// (varlen) ones do not; paged_prefill's keys and values are rows of the paged cache, key j of
+// sequence b at row j % block_size of block block_table[b][j / block_size].
 template <class S>
 struct AttentionRows {
   TensorRef<const S> q, k, v;
   TensorRef<S> out;
   TensorRef<float> lse;
+  TensorRef<const int32_t> block_table;
   const std::vector<SequenceSpan>& seqs;
   bool batched;
+  int64_t block_size;  // 0: not paged
 
   AttentionRows(const xhal_op_call* c, const std::vector<SequenceSpan>& spans, bool is_batched)
       : q(c->tensors[XHAL_ATTENTION_Q]),
@@ -87,17 +140,21 @@ struct AttentionRows {
         v(c->tensors[XHAL_ATTENTION_V]),
         out(c->tensors[XHAL_ATTENTION_OUT]),
         lse(c->tensors[XHAL_ATTENTION_LSE]),
+        block_table(c->op == XHAL_OP_PAGED_PREFILL ? c->tensors[XHAL_PAGED_PREFILL_BLOCK_TABLE] : nullptr),
         seqs(spans),
-        batched(is_batched) {}
+        batched(is_batched),
+        block_size(c->op == XHAL_OP_PAGED_PREFILL ? k.size(1) : 0) {}
   int64_t kv_heads() const { return k.size(-2); }
   int64_t group() const { return q.size(-2) / k.size(-2); }
   // Rows are query rows i or key rows j within sequence `seq`.
   const S* query(int64_t seq, int64_t i, int64_t head) const {
     return row(q, seq, seqs[size_t(seq)].q_begin + i, head);
   }
-  const S* key(int64_t seq, int64_t j, int64_t head) const { return row(k, seq, seqs[size_t(seq)].k_begin + j, head); }
+  const S* key(int64_t seq, int64_t j, int64_t head) const {
+    return block_size > 0 ? paged_row(k, seq, j, head) : row(k, seq, seqs[size_t(seq)].k_begin + j, head);
+  }
   const S* value(int64_t seq, int64_t j, int64_t head) const {
-    return row(v, seq, seqs[size_t(seq)].k_begin + j, head);
+    return block_size > 0 ? paged_row(v, seq, j, head) : row(v, seq, seqs[size_t(seq)].k_begin + j, head);
   }
   S* output(int64_t seq, int64_t i, int64_t head) const { return row(out, seq, seqs[size_t(seq)].q_begin + i, head); }
   float* lse_of(int64_t seq, int64_t i, int64_t head) const {
@@ -118,6 +175,9 @@ struct AttentionRows {
   template <class T>
   T* row(const TensorRef<T>& ref, int64_t seq, int64_t token, int64_t head) const {
     return batched ? ref.at(seq, token, head, 0) : ref.at(token, head, 0);
+  }
+  const S* paged_row(const TensorRef<const S>& cache, int64_t seq, int64_t j, int64_t head) const {
+    return cache.at(*block_table.at(seq, j / block_size), j % block_size, head, 0);
   }
 };
 

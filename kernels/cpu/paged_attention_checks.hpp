@@ -1,6 +1,6 @@
-// The data-dependent checks of paged_attention on the CPU: every seq_len within what the block
-// table can address and every block index it uses within the cache, before any output is written.
-// Shared by the reference and SIMD kernels.
+// The data-dependent checks of the paged ops on the CPU: every seq_len within what the block table
+// can address and every block index it uses within the cache, before any output is written.
+// Shared by paged_attention's kernels and paged_prefill's (whose caches are at the same slots).
 #pragma once
 
 #include <cstdint>
@@ -10,11 +10,12 @@
 
 namespace xhal::cpu {
 
-inline xhal_status check_paged_tables(const xhal_op_call* c, char* msg, size_t len) {
-  const TensorRef<const int32_t> table(c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE]),
-      lens(c->tensors[XHAL_PAGED_ATTENTION_SEQ_LENS]);
-  const int64_t B = c->tensors[XHAL_PAGED_ATTENTION_Q]->shape[0],
-                num_blocks = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]->shape[0];
+inline xhal_status check_paged_tables(const xhal_op_call* c, char* msg, size_t len,
+                                      int table_slot = XHAL_PAGED_ATTENTION_BLOCK_TABLE,
+                                      int lens_slot = XHAL_PAGED_ATTENTION_SEQ_LENS) {
+  static_assert(XHAL_PAGED_ATTENTION_K_CACHE == XHAL_PAGED_PREFILL_K_CACHE);
+  const TensorRef<const int32_t> table(c->tensors[table_slot]), lens(c->tensors[lens_slot]);
+  const int64_t B = table.size(0), num_blocks = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]->shape[0];
   const int64_t block_size = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE]->shape[1], max_blocks = table.size(1);
   for (int64_t b = 0; b < B; ++b) {
     const int64_t L = *lens.at(b);

@@ -14,6 +14,34 @@ inline constexpr int kGenericWarps = 4;  // warps per block
 inline constexpr int kMaxValuesPerLane = 8;
 inline constexpr int kGenericMaxHeadDim = 512;
 
+// The key sources: rows of a tensor with a stride between keys, or of a paged cache through a
+// sequence's row of the block table (a block index outside the cache makes its keys unreadable).
+template <class T>
+struct DenseKeys {
+  const T* k;
+  const T* v;
+  int64_t k_seq_stride, v_seq_stride;  // per key
+  __device__ const T* key(int64_t j) const { return k + j * k_seq_stride; }
+  __device__ const T* value(int64_t j) const { return v + j * v_seq_stride; }
+};
+
+template <class T>
+struct PagedKeys {
+  const T* k;
+  const T* v;
+  const int32_t* table;  // this sequence's row of the block table
+  int64_t block_size, num_blocks;
+  int64_t k_block_stride, k_slot_stride, v_block_stride, v_slot_stride;
+  __device__ const T* key(int64_t j) const {
+    const int64_t block = table[j / block_size];
+    return block >= 0 && block < num_blocks ? k + block * k_block_stride + (j % block_size) * k_slot_stride : nullptr;
+  }
+  __device__ const T* value(int64_t j) const {
+    const int64_t block = table[j / block_size];
+    return v + block * v_block_stride + (j % block_size) * v_slot_stride;
+  }
+};
+
 // One query row against keys [lo, hi) of a key source. Src provides, for key j,
 //   key(j) / value(j): const T* to the row (nullptr = unreadable, the key is skipped).
 // q: the query row; out: the output row; lse: nullptr or where the log-sum-exp goes.

@@ -38,7 +38,8 @@ struct Mask {
   }
 };
 
-// Strides of q, k, v, out, lse with a batch dim (dense) or without (varlen: batch stride 0).
+// Strides of q, k, v, out, lse with a batch dim (dense) or without (varlen: batch stride 0); a
+// paged cache's k and v strides are its block, slot and head strides.
 struct AttnLayout {
   int64_t q[3], k[3], v[3], o[3];  // batch, seq, head strides
   int64_t lse[3];  // batch, head, row strides
@@ -54,8 +55,16 @@ inline AttnLayout layout_of(const xhal_op_call* c, bool batched) {
     out[2] = t->strides[off + 1];
   };
   fill(a.q, c->tensors[XHAL_ATTENTION_Q]);
-  fill(a.k, c->tensors[XHAL_ATTENTION_K]);
-  fill(a.v, c->tensors[XHAL_ATTENTION_V]);
+  if (c->op == XHAL_OP_PAGED_PREFILL) {
+    // The caches [num_blocks, block_size, Hkv, D]: block, slot and head strides.
+    for (int d = 0; d < 3; ++d) {
+      a.k[d] = c->tensors[XHAL_PAGED_PREFILL_K_CACHE]->strides[d];
+      a.v[d] = c->tensors[XHAL_PAGED_PREFILL_V_CACHE]->strides[d];
+    }
+  } else {
+    fill(a.k, c->tensors[XHAL_ATTENTION_K]);
+    fill(a.v, c->tensors[XHAL_ATTENTION_V]);
+  }
   fill(a.o, c->tensors[XHAL_ATTENTION_OUT]);
   if (const DLTensor* lse = c->tensors[XHAL_ATTENTION_LSE]) {
     if (batched) {
@@ -66,26 +75,57 @@ inline AttnLayout layout_of(const xhal_op_call* c, bool batched) {
   }
   const DLTensor* q = c->tensors[XHAL_ATTENTION_Q];
   a.Hq = q->shape[q->ndim - 2];
-  a.group = a.Hq / c->tensors[XHAL_ATTENTION_K]->shape[q->ndim - 2];
+  const DLTensor *k = c->tensors[XHAL_ATTENTION_K], *v = c->tensors[XHAL_ATTENTION_V];
+  a.group = a.Hq / k->shape[k->ndim - 2];
   a.D = q->shape[q->ndim - 1];
-  a.Dv = c->tensors[XHAL_ATTENTION_V]->shape[q->ndim - 1];
+  a.Dv = v->shape[v->ndim - 1];
   return a;
 }
 
 // Sequence b: query rows [q_begin, q_begin + Sq), keys [k_begin, k_begin + Sk). For dense
-// attention every sequence has the same lengths; for varlen they come from cu_seqlens.
+// attention every sequence has the same lengths; for varlen they come from cu_seqlens; for
+// paged_prefill the keys are the cache's first seq_lens[b] (clamped to 0..Sk, what the block table
+// addresses).
 struct Sequences {
   const int32_t* cu_q;  // nullptr: dense
-  const int32_t* cu_k;
+  const int32_t* cu_k;  // nullptr with cu_q: paged
+  const int32_t* lens;
   int64_t batch, Sq, Sk;
+  int64_t lens_stride = 1;
   __device__ void span(int64_t b, int64_t* q_begin, int64_t* sq, int64_t* k_begin, int64_t* sk) const {
     if (cu_q == nullptr) {
       *q_begin = 0, *sq = Sq, *k_begin = 0, *sk = Sk;
+    } else if (cu_k == nullptr) {
+      const int64_t L = lens[b * lens_stride];
+      *q_begin = cu_q[b], *sq = cu_q[b + 1] - cu_q[b], *k_begin = 0, *sk = L < 0 ? 0 : (L > Sk ? Sk : L);
     } else {
       *q_begin = cu_q[b], *sq = cu_q[b + 1] - cu_q[b], *k_begin = cu_k[b], *sk = cu_k[b + 1] - cu_k[b];
     }
   }
 };
+
+// paged_prefill's block table as the flash kernels read it (table null: dense k and v). Key j of
+// sequence b lies in block table[b][j / block_size] at slot j % block_size.
+struct KeyPages {
+  const int32_t* table = nullptr;
+  int64_t table_row = 0, num_blocks = 0;
+  int block_size = 0;
+  __device__ int64_t block_of(int64_t b, int64_t key) const { return table[b * table_row + key / block_size]; }
+  // Key `key`'s row of head `head` in a cache with block, slot and head strides s; nullptr when the
+  // table names a block outside the cache.
+  template <class T>
+  __device__ const T* row(const T* cache, const int64_t (&s)[3], int64_t b, int64_t key, int64_t head) const {
+    const int64_t block = block_of(b, key);
+    if (block < 0 || block >= num_blocks) return nullptr;
+    return cache + block * s[0] + (key % block_size) * s[1] + head * s[2];
+  }
+};
+
+inline KeyPages key_pages(const xhal_op_call* c) {
+  if (c->op != XHAL_OP_PAGED_PREFILL) return {};
+  const DLTensor *table = c->tensors[XHAL_PAGED_PREFILL_BLOCK_TABLE], *kc = c->tensors[XHAL_PAGED_PREFILL_K_CACHE];
+  return {static_cast<const int32_t*>(table->data), table->strides[0], kc->shape[0], int(kc->shape[1])};
+}
 
 // The rows an attention launch covers: batched [B,S,H,D] tensors with equal lengths, or packed
 // varlen tensors whose sequences come from cu_seqlens (rows per sequence up to max_seqlen_q).
@@ -97,15 +137,28 @@ struct AttnProblem {
 
 inline AttnProblem dense_problem(const xhal_op_call* c) {
   const DLTensor* q = c->tensors[XHAL_ATTENTION_Q];
-  return {true, {nullptr, nullptr, q->shape[0], q->shape[1], c->tensors[XHAL_ATTENTION_K]->shape[1]}, q->shape[1]};
+  return {
+      true, {nullptr, nullptr, nullptr, q->shape[0], q->shape[1], c->tensors[XHAL_ATTENTION_K]->shape[1]}, q->shape[1]};
 }
 
 inline AttnProblem varlen_problem(const xhal_op_call* c) {
   return {false,
           {static_cast<const int32_t*>(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q]->data),
-           static_cast<const int32_t*>(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_K]->data),
+           static_cast<const int32_t*>(c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_K]->data), nullptr,
            c->tensors[XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q]->shape[0] - 1, 0, 0},
           kernels::op_params<xhal_attention_op_params>(c).max_seqlen_q};
+}
+
+// paged_prefill: varlen queries; keys up to max_seqlen_k (max_blocks * block_size, the front
+// end's) a sequence.
+inline AttnProblem paged_problem(const xhal_op_call* c) {
+  const xhal_attention_op_params& p = kernels::op_params<xhal_attention_op_params>(c);
+  return {false,
+          {static_cast<const int32_t*>(c->tensors[XHAL_PAGED_PREFILL_CU_SEQLENS_Q]->data), nullptr,
+           static_cast<const int32_t*>(c->tensors[XHAL_PAGED_PREFILL_SEQ_LENS]->data),
+           c->tensors[XHAL_PAGED_PREFILL_CU_SEQLENS_Q]->shape[0] - 1, 0, p.max_seqlen_k,
+           c->tensors[XHAL_PAGED_PREFILL_SEQ_LENS]->strides[0]},
+          p.max_seqlen_q};
 }
 
 }  // namespace xhal::gpu

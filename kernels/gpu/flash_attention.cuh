@@ -50,6 +50,25 @@ __device__ inline void load_tile(T* shared, const T* base, int64_t stride, int64
   }
 }
 
+// load_tile for a paged cache: row r is key first + r of sequence b, in the block the table names
+// (rows >= limit, and rows of a block outside the cache, zero-filled). head_base: the kv head's row
+// of block 0; s: the cache's block, slot and head strides.
+template <class T, int kRows, int D, int kStride, int kThreads>
+__device__ inline void load_paged_tile(T* shared, const T* head_base, const int64_t (&s)[3], const KeyPages& pages,
+                                       int64_t b, int64_t first, int64_t limit) {
+  constexpr int kChunks = D / 8, kTotal = kRows * kChunks, kIters = (kTotal + kThreads - 1) / kThreads;
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (kTotal % kThreads != 0 && c >= kTotal) break;
+    const int r = c / kChunks, ch = c % kChunks;
+    const int64_t key = first + r;
+    const T* row = nullptr;
+    if (key < limit) row = pages.row(head_base, s, b, key, 0);
+    sm80::cp_async_16(shared + r * kStride + ch * 8, (row != nullptr ? row : head_base) + ch * 8, row != nullptr);
+  }
+}
+
 // For an edge tile (FlashBlock::edge_tile): replaces the infinities and NaNs among the V chunks this
 // thread copied with load_tile (the same rows and chunks) by 0; true when there were any.
 template <class E, int kRows, int D, int kStride, int kThreads>
@@ -68,12 +87,15 @@ __device__ inline bool zero_own_non_finite(typename E::T* shared, int64_t first,
 }
 
 // kSoftcap: scores pass through softcap * tanh(score / softcap); a separate instantiation keeps
-// that code (and its branches) out of the common kernel.
-template <class E, class Tile, bool kSoftcap>
+// that code (and its branches) out of the common kernel. kPaged: k and v are paged caches read
+// through `pages` (paged_prefill), also its own instantiation (the table's arithmetic would cost
+// the dense kernels registers).
+template <class E, class Tile, bool kSoftcap, bool kPaged = false>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     flash_attention_kernel(const typename E::T* __restrict__ q, const typename E::T* __restrict__ k,
                            const typename E::T* __restrict__ v, typename E::T* __restrict__ out,
-                           float* __restrict__ lse, AttnLayout a, Sequences seqs, Mask mask, int64_t m_tiles) {
+                           float* __restrict__ lse, AttnLayout a, Sequences seqs, Mask mask, int64_t m_tiles,
+                           KeyPages pages) {
   using T = typename E::T;
   constexpr int D = Tile::D, kBlockM = Tile::kBlockM, kBlockN = Tile::kBlockN;
   constexpr int kStride = Tile::kStride, kThreads = Tile::kThreads;
@@ -84,7 +106,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
 
   FlashBlock<T> blk;
   if (!blk.locate(a, seqs, mask, m_tiles, kBlockM, kBlockN)) return;
-  blk.bases(q, k, v, a);
+  blk.bases(q, k, v, a, kPaged);
   const int64_t i0 = blk.i0, Sq = blk.Sq, Sk = blk.Sk, kv_begin = blk.kv_begin, kv_end = blk.kv_end;
   const T *qb = blk.qb, *kb = blk.kb, *vb = blk.vb;
 
@@ -105,8 +127,13 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
 
   load_tile<T, kBlockM, D, kStride, kThreads>(sQ, qb, a.q[1], i0, Sq);
   if (kv_begin < kv_end) {
-    load_tile<T, kBlockN, D, kStride, kThreads>(sK, kb, a.k[1], kv_begin, Sk);
-    load_tile<T, kBlockN, D, kStride, kThreads>(sV, vb, a.v[1], kv_begin, Sk);
+    if constexpr (kPaged) {
+      load_paged_tile<T, kBlockN, D, kStride, kThreads>(sK, kb, a.k, pages, blk.b, kv_begin, Sk);
+      load_paged_tile<T, kBlockN, D, kStride, kThreads>(sV, vb, a.v, pages, blk.b, kv_begin, Sk);
+    } else {
+      load_tile<T, kBlockN, D, kStride, kThreads>(sK, kb, a.k[1], kv_begin, Sk);
+      load_tile<T, kBlockN, D, kStride, kThreads>(sV, vb, a.v[1], kv_begin, Sk);
+    }
   }
   sm80::cp_async_commit();
   sm80::cp_async_wait<0>();
@@ -138,8 +165,13 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   for (int64_t j0 = kv_begin; j0 < kv_end; j0 += kBlockN, stage ^= 1) {
     if (j0 + kBlockN < kv_end) {  // the next tile loads while this one is used
       const int next = (stage ^ 1) * kBlockN * kStride;
-      load_tile<T, kBlockN, D, kStride, kThreads>(sK + next, kb, a.k[1], j0 + kBlockN, Sk);
-      load_tile<T, kBlockN, D, kStride, kThreads>(sV + next, vb, a.v[1], j0 + kBlockN, Sk);
+      if constexpr (kPaged) {
+        load_paged_tile<T, kBlockN, D, kStride, kThreads>(sK + next, kb, a.k, pages, blk.b, j0 + kBlockN, Sk);
+        load_paged_tile<T, kBlockN, D, kStride, kThreads>(sV + next, vb, a.v, pages, blk.b, j0 + kBlockN, Sk);
+      } else {
+        load_tile<T, kBlockN, D, kStride, kThreads>(sK + next, kb, a.k[1], j0 + kBlockN, Sk);
+        load_tile<T, kBlockN, D, kStride, kThreads>(sV + next, vb, a.v[1], j0 + kBlockN, Sk);
+      }
       sm80::cp_async_commit();
       sm80::cp_async_wait<1>();
     } else {
@@ -218,8 +250,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     const int n = (kv_end - kv_begin < bad_end ? int(kv_end - kv_begin) : bad_end) - bad_begin;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      add_non_finite_values(o[r], rows[r], bad_begin, n,
-                            [&](int j) { return vb + (kv_begin + bad_begin + j) * a.v[1]; });
+      add_non_finite_values<kPaged>(o[r], rows[r], bad_begin, n, [&](int j) {
+        const int64_t key = kv_begin + bad_begin + j;
+        if constexpr (kPaged) return pages.row(vb, a.v, blk.b, key, 0);
+        return vb + key * a.v[1];
+      });
     }
   }
 
@@ -230,6 +265,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
 template <class E, class Tile, bool kSoftcap>
 struct MmaFlashKernels {
   static constexpr auto kernel = &flash_attention_kernel<E, Tile, kSoftcap>;
+};
+
+template <class E, class Tile, bool kSoftcap>
+struct MmaPagedFlashKernels {
+  static constexpr auto kernel = &flash_attention_kernel<E, Tile, kSoftcap, true>;
 };
 
 }  // namespace xhal::gpu

@@ -33,9 +33,60 @@ struct WgmmaFlashTile {
 
 // TMA maps of q, k and v viewed as [batch][rows][heads][D] (varlen: one batch of all tokens),
 // boxes of 64 columns by the tile's rows, 128-byte swizzled.
+// The TMA maps of q, k and v; for paged_prefill k and v map the caches [num_blocks, block_size,
+// Hkv, D] (rows: slots, batch: blocks) and pages holds the block table.
 struct AttnMaps {
   CUtensorMap q, k, v;
+  KeyPages pages;
 };
+
+// The producer of paged_prefill's kernel, run by one warp: Q as the varlen kernel loads it, then
+// each K/V tile as kBlockN / box loads of `box` keys (a page, or the tile within one page) at
+// (slot, block). Lane p fetches the block of the tile's page p a tile ahead and issues that page's
+// loads (one instruction issues the tile's loads together). Pages past the sequence's get block -1, which TMA fills with
+// zeros, as it does a block outside the cache.
+template <class Tile, class T>
+__device__ void produce_paged(const AttnMaps& maps, const FlashBlock<T>& blk, int64_t tiles, unsigned char* sQ,
+                              unsigned char* sK, unsigned char* sV, uint64_t* q_full, uint64_t* k_full,
+                              uint64_t* v_full, uint64_t* empty) {
+  constexpr int D = Tile::D, kBlockN = Tile::kBlockN;
+  const int lane = threadIdx.x % 32;
+  const KeyPages& pages = maps.pages;
+  const int box = pages.block_size >= kBlockN ? kBlockN : pages.block_size, per_tile = kBlockN / box;
+  const int64_t seq_pages = (blk.Sk + pages.block_size - 1) / pages.block_size;
+  auto fetch = [&](int64_t t) {  // this lane's page of tile t, -1 past the sequence's pages
+    const int64_t page = (blk.kv_begin + t * kBlockN) / pages.block_size + lane;
+    return t < tiles && lane < per_tile && page < seq_pages ? int(pages.table[blk.b * pages.table_row + page]) : -1;
+  };
+  if (lane == 0) {
+    sm90::mbarrier_arrive_expect(q_full, Tile::kQBytes);
+    for (int cb = 0; cb < D / 64; ++cb) {
+      sm90::tma_load_4d(sQ + cb * Tile::kBlockM * 128, &maps.q, cb * 64, int(blk.head), int(blk.q0 + blk.i0), 0,
+                        q_full);
+    }
+  }
+  int current = fetch(0);
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int next = fetch(t + 1);  // in flight while this tile is issued
+    const int st = int(t & 1);
+    if (t >= 2) sm90::mbarrier_wait(empty + st, unsigned((t >> 1) - 1) & 1u);
+    const int key0 = int(blk.kv_begin + t * kBlockN);
+    if (lane == 0) {
+      sm90::mbarrier_arrive_expect(k_full + st, Tile::kKVBytes);
+      sm90::mbarrier_arrive_expect(v_full + st, Tile::kKVBytes);
+    }
+    __syncwarp();  // the stage's expected bytes are set before any of its loads
+    if (lane < per_tile) {  // lane p loads page p of the tile
+      const int slot = (key0 + lane * box) % pages.block_size;
+      for (int cb = 0; cb < D / 64; ++cb) {
+        const int offset = st * Tile::kKVBytes + cb * kBlockN * 128 + lane * box * 128;
+        sm90::tma_load_4d(sK + offset, &maps.k, cb * 64, int(blk.hk), slot, current, k_full + st);
+        sm90::tma_load_4d(sV + offset, &maps.v, cb * 64, int(blk.hk), slot, current, v_full + st);
+      }
+    }
+    current = next;
+  }
+}
 
 // Whether `pred` holds for any of the 256 consumer threads, at a barrier of theirs (named barrier
 // 1, which orders their shared-memory writes before it as bar.sync does).
@@ -50,7 +101,9 @@ __device__ inline bool consumers_any(bool pred) {
 }
 
 // v: the raw V tensor, read where an edge tile's V holds infinities or NaNs (flash_rows.cuh).
-template <class E, class Tile, bool kSoftcap>
+// kPaged: paged_prefill's caches (produce_paged), an instantiation of its own so that the dense
+// kernels stay as they were.
+template <class E, class Tile, bool kSoftcap, bool kPaged = false>
 __global__ void __launch_bounds__(Tile::kThreads, 1)
     flash_attention_wgmma_kernel(const __grid_constant__ AttnMaps maps, const typename E::T* __restrict__ v,
                                  typename E::T* __restrict__ out, float* __restrict__ lse, AttnLayout a, Sequences seqs,
@@ -84,6 +137,12 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
 
   if (wg == 0) {  // producer
     sm90::registers_decrease<24>();
+    // Paged caches take the first warp: its lanes fetch a tile's page indices ahead (one
+    // coalesced load a tile, in flight while the previous tile is issued) and load a page each.
+    if constexpr (kPaged) {
+      if (threadIdx.x < 32) produce_paged<Tile>(maps, blk, tiles, sQ, sK, sV, q_full, k_full, v_full, empty);
+      return;
+    }
     if (threadIdx.x != 0) return;
     const int batch = seqs.cu_q == nullptr ? int(blk.b) : 0;  // varlen rows are token offsets
     const int q_row = int(blk.q0 + blk.i0), k_row = int(blk.k0 + blk.kv_begin);
@@ -201,7 +260,10 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     const int64_t keys = blk.kv_end - blk.kv_begin;
     const int n = (keys < bad_end ? int(keys) : bad_end) - bad_begin;
     const typename E::T* vb = v + blk.b * a.v[0] + (blk.k0 + blk.kv_begin + bad_begin) * a.v[1] + blk.hk * a.v[2];
-    add_non_finite_values(o, rows, bad_begin, n, [&](int j) { return vb + j * a.v[1]; });
+    add_non_finite_values<kPaged>(o, rows, bad_begin, n, [&](int j) {
+      if constexpr (kPaged) return maps.pages.row(v, a.v, blk.b, blk.kv_begin + bad_begin + j, blk.hk);
+      return vb + j * a.v[1];
+    });
   }
   store_rows<E>(o, rows, row_index, blk.Sq, out, a, blk.b, blk.head, blk.q0, lse);
 #endif
@@ -210,6 +272,11 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
 template <class E, class Tile, bool kSoftcap>
 struct WgmmaFlashKernels {
   static constexpr auto kernel = &flash_attention_wgmma_kernel<E, Tile, kSoftcap>;
+};
+
+template <class E, class Tile, bool kSoftcap>
+struct WgmmaPagedFlashKernels {
+  static constexpr auto kernel = &flash_attention_wgmma_kernel<E, Tile, kSoftcap, true>;
 };
 
 }  // namespace xhal::gpu

@@ -10,7 +10,8 @@
 namespace xhal::gpu {
 
 // The flash kernels' conditions: 16-bit types (they are only registered for them), D == Dv in
-// {64, 80, 96, 128, 256}, 16-byte aligned q/k/v rows and 4-byte aligned output pairs.
+// {64, 80, 96, 128, 256}, 16-byte aligned q/k/v rows (cache rows for paged_prefill, whose block
+// table rows must be contiguous) and 4-byte aligned output pairs.
 inline const char* flash_supports(void*, const xhal_op_call* c) {
   const DLTensor *q = c->tensors[XHAL_ATTENTION_Q], *k = c->tensors[XHAL_ATTENTION_K],
                  *v = c->tensors[XHAL_ATTENTION_V];
@@ -29,6 +30,10 @@ inline const char* flash_supports(void*, const xhal_op_call* c) {
   if (reinterpret_cast<uintptr_t>(out->data) % 4 != 0) return "out not 4-byte aligned";
   for (int d = 0; d + 1 < out->ndim; ++d) {
     if (out->strides[d] % 2 != 0) return "out strides not even";
+  }
+  if (c->op == XHAL_OP_PAGED_PREFILL) {
+    const DLTensor* table = c->tensors[XHAL_PAGED_PREFILL_BLOCK_TABLE];
+    if (table->shape[1] > 1 && table->strides[1] != 1) return "block_table rows not contiguous";
   }
   return nullptr;
 }
@@ -63,7 +68,7 @@ void launch_flash_tile(const xhal_op_call* c, const AttnLayout& a, const Sequenc
       static_cast<const T*>(c->tensors[XHAL_ATTENTION_Q]->data),
       static_cast<const T*>(c->tensors[XHAL_ATTENTION_K]->data),
       static_cast<const T*>(c->tensors[XHAL_ATTENTION_V]->data), static_cast<T*>(c->tensors[XHAL_ATTENTION_OUT]->data),
-      lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles);
+      lse ? static_cast<float*>(lse->data) : nullptr, a, seqs, Mask::from(c->params), m_tiles, key_pages(c));
 }
 
 // The attention and attention_varlen entry points of a flash kernel family: Family::launch<E>
@@ -86,16 +91,22 @@ struct FlashDense {
   }
 };
 
-// cu_seqlens stay on the device: sequences longer than max_seqlen_q are cut at it (docs/ops.md);
-// rows past the last sequence are written as rows that see no key (varlen_tail.cuh).
-template <class Family, class E>
-struct FlashVarlen {
+// The packed-query ops: attention_varlen (varlen_problem) and paged_prefill (paged_problem, keys
+// through the block table, lengths clamped to what it addresses). Offsets stay on the device:
+// sequences longer than max_seqlen_q are cut at it (docs/ops.md); rows past the last sequence are
+// written as rows that see no key (varlen_tail.cuh).
+template <class Family, class E, AttnProblem (*kProblem)(const xhal_op_call*)>
+struct FlashPacked {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    if (const xhal_status s = run_flash<Family, E>(c, varlen_problem(c), msg, len); s != XHAL_OK) return s;
+    if (const xhal_status s = run_flash<Family, E>(c, kProblem(c), msg, len); s != XHAL_OK) return s;
     launch_uncovered_rows<E>(c);
-    return launch_status(msg, len, "attention_varlen's rows past the last sequence");
+    return launch_status(msg, len, "the rows past the last sequence");
   }
 };
+template <class Family, class E>
+using FlashVarlen = FlashPacked<Family, E, varlen_problem>;
+template <class Family, class E>
+using FlashPagedPrefill = FlashPacked<Family, E, paged_problem>;
 
 }  // namespace xhal::gpu
 

@@ -41,10 +41,12 @@ struct FlashBlock {
   // block (the diagonal tiles of a causal mask, a window's edges, keys past kv_end): there P has
   // zeros that must not meet a non-finite V (zero_non_finite, add_non_finite_values).
   __device__ bool edge_tile(int jt, int n) const { return jt < all_lo || jt + n > all_hi; }
-  __device__ void bases(const T* q, const T* k, const T* v, const AttnLayout& a) {
+  // With pages (paged caches: a.k and a.v are block, slot and head strides) kb and vb are the
+  // head's row of block 0, and a key's row goes through the table.
+  __device__ void bases(const T* q, const T* k, const T* v, const AttnLayout& a, bool paged = false) {
     qb = q + b * a.q[0] + q0 * a.q[1] + head * a.q[2];
-    kb = k + b * a.k[0] + k0 * a.k[1] + hk * a.k[2];
-    vb = v + b * a.v[0] + k0 * a.v[1] + hk * a.v[2];
+    kb = k + (paged ? 0 : b * a.k[0] + k0 * a.k[1]) + hk * a.k[2];
+    vb = v + (paged ? 0 : b * a.v[0] + k0 * a.v[1]) + hk * a.v[2];
   }
 };
 
@@ -181,7 +183,9 @@ __device__ inline bool zero_non_finite(void* p) {
 // thread's rows that see its key. v_row(j): key jt + j's row of V in memory (its original values).
 // A value the tensor cores already added (a tile in the range that was not an edge tile) is added
 // again, which leaves inf or NaN as it was. After the loop, where the scores' registers are free.
-template <int kOTiles, class VRow>
+// kMissingRows: v_row may give nullptr (a paged key in a block outside the cache, read as zeros);
+// a template flag, since the test costs the dense kernels a register.
+template <bool kMissingRows = false, int kOTiles, class VRow>
 __device__ inline void add_non_finite_values(float (&o)[kOTiles][4], const SoftmaxRows& rows, int jt, int n,
                                              VRow v_row) {
   const int tig = threadIdx.x % 4;
@@ -190,6 +194,9 @@ __device__ inline void add_non_finite_values(float (&o)[kOTiles][4], const Softm
     const bool seen[2] = {key >= rows.lo[0] && key < rows.hi[0], key >= rows.lo[1] && key < rows.hi[1]};
     if (!seen[0] && !seen[1]) continue;
     const auto* vr = v_row(j);
+    if constexpr (kMissingRows) {
+      if (vr == nullptr) continue;
+    }
 #pragma unroll
     for (int t = 0; t < kOTiles; ++t) {
 #pragma unroll

@@ -10,23 +10,6 @@
 namespace xhal::gpu {
 namespace {
 
-template <class T>
-struct PagedKeys {
-  const T* k;
-  const T* v;
-  const int32_t* table;  // this sequence's row of the block table
-  int64_t block_size, num_blocks;
-  int64_t k_block_stride, k_slot_stride, v_block_stride, v_slot_stride;
-  __device__ const T* key(int64_t j) const {
-    const int64_t block = table[j / block_size];
-    return block >= 0 && block < num_blocks ? k + block * k_block_stride + (j % block_size) * k_slot_stride : nullptr;
-  }
-  __device__ const T* value(int64_t j) const {
-    const int64_t block = table[j / block_size];
-    return v + block * v_block_stride + (j % block_size) * v_slot_stride;
-  }
-};
-
 struct PagedLayout {
   int64_t q_batch, q_head, o_batch, o_head, k_head, v_head, table_row, table_col, lens_stride;
   int64_t batch, Hq, group, D, Dv, max_blocks;

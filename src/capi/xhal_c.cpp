@@ -99,6 +99,23 @@ xhal_status xhal_paged_attention(const DLTensor* q, const DLTensor* k_cache, con
   });
 }
 
+xhal_status xhal_paged_prefill(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
+                               const DLTensor* cu_seqlens_q, const DLTensor* block_table, const DLTensor* seq_lens,
+                               int64_t max_seqlen_q, const DLTensor* out, const xhal_attention_params* params,
+                               const DLTensor* lse, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::paged_prefill;
+    auto o = view(out, op, XHAL_PAGED_PREFILL_OUT);
+    auto s = stream_for(o, stream);
+    auto lse_view = optional_view(lse, op, XHAL_PAGED_PREFILL_LSE);
+    xhal::ops::paged_prefill(
+        view(q, op, XHAL_PAGED_PREFILL_Q), view(k_cache, op, XHAL_PAGED_PREFILL_K_CACHE),
+        view(v_cache, op, XHAL_PAGED_PREFILL_V_CACHE), view(cu_seqlens_q, op, XHAL_PAGED_PREFILL_CU_SEQLENS_Q),
+        view(block_table, op, XHAL_PAGED_PREFILL_BLOCK_TABLE), view(seq_lens, op, XHAL_PAGED_PREFILL_SEQ_LENS),
+        max_seqlen_q, o, attention_params(params), ptr(lse_view), ptr(s));
+  });
+}
+
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream) {
   return guarded([&] {
     auto o = view(out, xhal::Op::rms_norm, XHAL_RMS_NORM_OUT);

@@ -68,13 +68,7 @@ void attention_varlen(const TensorView& q, const TensorView& k, const TensorView
                          {XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, &cu_seqlens_k}}) {
     check.same_device(name, *t, device, XHAL_ATTENTION_OUT);
   }
-  if (lse != nullptr) {
-    check.tensor(XHAL_ATTENTION_LSE, *lse, 2, false);
-    check.dtype(XHAL_ATTENTION_LSE, *lse, DType::f32, " (lse is always f32)");
-    check.dim(XHAL_ATTENTION_LSE, *lse, 0, Hq, "query heads of q");
-    check.dim(XHAL_ATTENTION_LSE, *lse, 1, Tq, "tokens of q");
-    check.same_device(XHAL_ATTENTION_LSE, *lse, device, XHAL_ATTENTION_OUT);
-  }
+  if (lse != nullptr) check_packed_lse(check, XHAL_ATTENTION_LSE, *lse, Hq, Tq, device, XHAL_ATTENTION_OUT);
   check.apart(XHAL_ATTENTION_OUT, out,
               {{XHAL_ATTENTION_Q, &q},
                {XHAL_ATTENTION_K, &k},

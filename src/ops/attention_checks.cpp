@@ -55,16 +55,39 @@ xhal_attention_op_params attention_op_params(const ArgChecks& check, const Atten
   return out;
 }
 
+void check_cu_seqlens_q(const ArgChecks& check, Arg slot, const TensorView& cu_seqlens_q) {
+  check.tensor(slot, cu_seqlens_q, 1);
+  check.dtype(slot, cu_seqlens_q, DType::i32, "");
+  if (cu_seqlens_q.size(0) < 1) check.fail(slot, "B+1 >= 1 entries", "0 entries");
+}
+
 void check_cu_seqlens(const ArgChecks& check, const TensorView& cu_seqlens_q, const TensorView& cu_seqlens_k,
                       int64_t max_seqlen_q, int64_t max_seqlen_k) {
-  check.tensor(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q, 1);
-  check.dtype(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q, DType::i32, "");
-  if (cu_seqlens_q.size(0) < 1) check.fail(XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, "B+1 >= 1 entries", "0 entries");
+  check_cu_seqlens_q(check, XHAL_ATTENTION_VARLEN_CU_SEQLENS_Q, cu_seqlens_q);
   check.tensor(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 1);
   check.dtype(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, DType::i32, "");
   check.dim(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 0, cu_seqlens_q.size(0), "B+1, as cu_seqlens_q");
   if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", fmt::format("{}", max_seqlen_q));
   if (max_seqlen_k < 0) check.fail("max_seqlen_k", ">= 0", fmt::format("{}", max_seqlen_k));
+}
+
+void check_block_table(const ArgChecks& check, Arg table_slot, const TensorView& block_table, Arg lens_slot,
+                       const TensorView& seq_lens, int64_t B, std::string_view batch_from) {
+  check.tensor(table_slot, block_table, 2, false);
+  check.dtype(table_slot, block_table, DType::i32, "");
+  check.dim(table_slot, block_table, 0, B, batch_from);
+  check.tensor(lens_slot, seq_lens, 1, false);
+  check.dtype(lens_slot, seq_lens, DType::i32, "");
+  check.dim(lens_slot, seq_lens, 0, B, batch_from);
+}
+
+void check_packed_lse(const ArgChecks& check, Arg slot, const TensorView& lse, int64_t Hq, int64_t Tq, Device device,
+                      Arg device_from) {
+  check.tensor(slot, lse, 2, false);
+  check.dtype(slot, lse, DType::f32, " (lse is always f32)");
+  check.dim(slot, lse, 0, Hq, "query heads of q");
+  check.dim(slot, lse, 1, Tq, "tokens of q");
+  check.same_device(slot, lse, device, device_from);
 }
 
 }  // namespace xhal::ops

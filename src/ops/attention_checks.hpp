@@ -1,6 +1,8 @@
 // Checks shared by the attention ops: the k/v pair, the output, head ratios and AttentionParams.
 #pragma once
 
+#include <string_view>
+
 #include "ops/arg_checks.hpp"
 #include "xhal/ops.hpp"
 #include "xhal/plugin.h"
@@ -18,6 +20,15 @@ void check_head_ratio(const ArgChecks& check, int64_t Hq, int64_t Hkv);
 // (>= 0); the offsets themselves are read by the kernels.
 void check_cu_seqlens(const ArgChecks& check, const TensorView& cu_seqlens_q, const TensorView& cu_seqlens_k,
                       int64_t max_seqlen_q, int64_t max_seqlen_k);
+// cu_seqlens_q alone (i32, [B+1], B >= 0): paged_prefill's.
+void check_cu_seqlens_q(const ArgChecks& check, Arg slot, const TensorView& cu_seqlens_q);
+// The paged ops' block_table (i32 [B, max_blocks], rows may be strided) and seq_lens (i32 [B]);
+// their values are read by the kernels.
+void check_block_table(const ArgChecks& check, Arg table_slot, const TensorView& block_table, Arg lens_slot,
+                       const TensorView& seq_lens, int64_t B, std::string_view batch_from);
+// The packed layouts' lse: f32 [Hq, Tq] on `device`.
+void check_packed_lse(const ArgChecks& check, Arg slot, const TensorView& lse, int64_t Hq, int64_t Tq, Device device,
+                      Arg device_from);
 // Validates `params` and gives the call's parameters, scale defaulted to 1/sqrt(head_dim).
 xhal_attention_op_params attention_op_params(const ArgChecks& check, const AttentionParams& params, int64_t head_dim);
 

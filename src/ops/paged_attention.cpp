@@ -18,12 +18,8 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
   const int64_t block_size = k_cache.size(1), Hkv = k_cache.size(2);
   check_attention_out(check, out, q, v_cache.size(3));
   check_head_ratio(check, Hq, Hkv);
-  check.tensor(XHAL_PAGED_ATTENTION_BLOCK_TABLE, block_table, 2, false);
-  check.dtype(XHAL_PAGED_ATTENTION_BLOCK_TABLE, block_table, DType::i32, "");
-  check.dim(XHAL_PAGED_ATTENTION_BLOCK_TABLE, block_table, 0, B, "batch of q");
-  check.tensor(XHAL_PAGED_ATTENTION_SEQ_LENS, seq_lens, 1, false);
-  check.dtype(XHAL_PAGED_ATTENTION_SEQ_LENS, seq_lens, DType::i32, "");
-  check.dim(XHAL_PAGED_ATTENTION_SEQ_LENS, seq_lens, 0, B, "batch of q");
+  check_block_table(check, XHAL_PAGED_ATTENTION_BLOCK_TABLE, block_table, XHAL_PAGED_ATTENTION_SEQ_LENS, seq_lens, B,
+                    "batch of q");
   if (B > 0 && block_size == 0) check.fail(XHAL_PAGED_ATTENTION_K_CACHE, "block size >= 1", "0");
   const Device device = out.device();
   for (auto [name, t] : {std::pair{XHAL_PAGED_ATTENTION_Q, &q},

@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 23);
+  const int op = in.ConsumeIntegralInRange<int>(0, 24);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -263,6 +263,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 23: call = [&] { return xhal_top_k(t[0], t[2], t[5], nullptr); }; break;
+    case 24: {
+      const int64_t max_q = in.ConsumeIntegralInRange<int64_t>(-1, 64);
+      const DLTensor* lse = in.ConsumeBool() ? t[4] : nullptr;
+      call = [&, max_q, lse] {
+        return xhal_paged_prefill(t[0], t[1], t[2], t[5], t[6], t[7], max_q, t[3], maybe_params, lse, nullptr);
+      };
+      break;
+    }
     case 17: {
       const DLTensor* values = in.ConsumeBool() ? t[2] : nullptr;
       call = [&, values] { return xhal_argmax(t[0], t[5], values, nullptr); };

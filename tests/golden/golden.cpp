@@ -168,6 +168,29 @@ PagedCaches kv_cache_write(const std::vector<double>& k, const std::vector<doubl
   return {std::move(k_cache), std::move(v_cache)};
 }
 
+namespace {
+
+// One sequence's keys and values for kv head kh, gathered from the paged caches into contiguous
+// [L,D] and [L,Dv]: key j from block block_table[table_row + j / block_size].
+struct PagedRows {
+  std::vector<double> keys, values;
+};
+PagedRows gather_paged(const std::vector<double>& k_cache, const std::vector<double>& v_cache,
+                       const std::vector<int64_t>& block_table, int64_t table_row, int64_t L, int64_t kh, int64_t Hkv,
+                       int64_t D, int64_t Dv, int64_t block_size, int64_t num_blocks) {
+  PagedRows r{std::vector<double>(sz(L * D)), std::vector<double>(sz(L * Dv))};
+  for (int64_t j = 0; j < L; ++j) {
+    const int64_t block = block_table[sz(table_row + j / block_size)];
+    require(block >= 0 && block < num_blocks, "paged attention: block_table out of range");
+    const int64_t slot = (block * block_size + j % block_size) * Hkv + kh;
+    for (int64_t d = 0; d < D; ++d) r.keys[sz(j * D + d)] = k_cache[sz(slot * D + d)];
+    for (int64_t d = 0; d < Dv; ++d) r.values[sz(j * Dv + d)] = v_cache[sz(slot * Dv + d)];
+  }
+  return r;
+}
+
+}  // namespace
+
 std::vector<double> paged_attention(const std::vector<double>& q, const std::vector<double>& k_cache,
                                     const std::vector<double>& v_cache, const std::vector<int64_t>& block_table,
                                     const std::vector<int64_t>& seq_lens, int64_t Hq, int64_t Hkv, int64_t D,
@@ -189,15 +212,9 @@ std::vector<double> paged_attention(const std::vector<double>& q, const std::vec
     const int64_t L = seq_lens[sz(b)];
     require(L >= 0 && L <= max_blocks * block_size, "paged_attention: seq_lens out of range");
     for (int64_t kh = 0; kh < Hkv; ++kh) {
-      // Gather this sequence's keys and values for kv head kh into contiguous [L,D], [L,Dv].
-      std::vector<double> keys(sz(L * D)), values(sz(L * Dv));
-      for (int64_t j = 0; j < L; ++j) {
-        const int64_t block = block_table[sz(b * max_blocks + j / block_size)];
-        require(block >= 0 && block < num_blocks, "paged_attention: block_table out of range");
-        const int64_t slot = (block * block_size + j % block_size) * Hkv + kh;
-        for (int64_t d = 0; d < D; ++d) keys[sz(j * D + d)] = k_cache[sz(slot * D + d)];
-        for (int64_t d = 0; d < Dv; ++d) values[sz(j * Dv + d)] = v_cache[sz(slot * Dv + d)];
-      }
+      const PagedRows rows =
+          gather_paged(k_cache, v_cache, block_table, b * max_blocks, L, kh, Hkv, D, Dv, block_size, num_blocks);
+      const std::vector<double>&keys = rows.keys, &values = rows.values;
       for (int64_t h = kh * group; h < (kh + 1) * group; ++h) {
         double lse = 0;  // paged attention returns no lse
         attend_head(q.data() + (b * Hq + h) * D, D, keys.data(), D, values.data(), Dv, 1, L, D, Dv, mask,
@@ -206,6 +223,36 @@ std::vector<double> paged_attention(const std::vector<double>& q, const std::vec
     }
   }
   return out;
+}
+
+AttentionResult paged_prefill(const std::vector<double>& q, const std::vector<double>& k_cache,
+                              const std::vector<double>& v_cache, const std::vector<int64_t>& cu_seqlens_q,
+                              const std::vector<int64_t>& block_table, const std::vector<int64_t>& seq_lens, int64_t Hq,
+                              int64_t Hkv, int64_t D, int64_t Dv, int64_t block_size, const AttentionMask& mask) {
+  require_heads(Hq, Hkv);
+  require(block_size > 0 && !cu_seqlens_q.empty() && cu_seqlens_q[0] == 0, "paged_prefill: bad block size or offsets");
+  const int64_t B = static_cast<int64_t>(cu_seqlens_q.size()) - 1, Tq = static_cast<int64_t>(q.size()) / (Hq * D);
+  require(static_cast<int64_t>(seq_lens.size()) == B && cu_seqlens_q.back() <= Tq,
+          "paged_prefill: seq_lens must be [B]");
+  const int64_t num_blocks = static_cast<int64_t>(k_cache.size()) / (block_size * Hkv * D);
+  const int64_t max_blocks = B == 0 ? 0 : static_cast<int64_t>(block_table.size()) / B;
+  AttentionResult r{std::vector<double>(sz(Tq * Hq * Dv)),
+                    std::vector<double>(sz(Hq * Tq), -std::numeric_limits<double>::infinity())};
+  const int64_t group = Hq / Hkv;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t q0 = cu_seqlens_q[sz(b)], Sq = cu_seqlens_q[sz(b + 1)] - q0, L = seq_lens[sz(b)];
+    require(Sq >= 0 && L >= 0 && L <= max_blocks * block_size, "paged_prefill: offsets or seq_lens out of range");
+    for (int64_t kh = 0; kh < Hkv; ++kh) {
+      const PagedRows rows =
+          gather_paged(k_cache, v_cache, block_table, b * max_blocks, L, kh, Hkv, D, Dv, block_size, num_blocks);
+      const std::vector<double>&keys = rows.keys, &values = rows.values;
+      for (int64_t h = kh * group; h < (kh + 1) * group; ++h) {
+        attend_head(q.data() + (q0 * Hq + h) * D, Hq * D, keys.data(), D, values.data(), Dv, Sq, L, D, Dv, mask,
+                    r.out.data() + (q0 * Hq + h) * Dv, Hq * Dv, r.lse.data() + h * Tq + q0);
+      }
+    }
+  }
+  return r;
 }
 
 std::vector<double> elementwise(const std::vector<double>& x, const std::vector<double>& y, bool product) {

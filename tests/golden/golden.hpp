@@ -77,6 +77,16 @@ std::vector<double> paged_attention(const std::vector<double>& q, const std::vec
                                     const std::vector<int64_t>& seq_lens, int64_t Hq, int64_t Hkv, int64_t D,
                                     int64_t Dv, int64_t block_size, const AttentionMask& mask);
 
+// Several queries per sequence against the paged cache: q[Tq,Hq,D] packed by cu_seqlens_q[B+1]
+// (starting at 0, non-decreasing, at most Tq), caches and block_table as paged_attention's,
+// seq_lens[B] -> out[Tq,Hq,Dv], lse[Hq,Tq]. Sequence b is attention with Sq = its query rows and
+// Sk = seq_lens[b] keys gathered from the cache (bottom-right aligned); rows past cu_seqlens_q[B]
+// see no key (out 0, lse -inf).
+AttentionResult paged_prefill(const std::vector<double>& q, const std::vector<double>& k_cache,
+                              const std::vector<double>& v_cache, const std::vector<int64_t>& cu_seqlens_q,
+                              const std::vector<int64_t>& block_table, const std::vector<int64_t>& seq_lens, int64_t Hq,
+                              int64_t Hkv, int64_t D, int64_t Dv, int64_t block_size, const AttentionMask& mask);
+
 // x[M,N], weight[N] -> out[M,N] = x / sqrt(mean(x^2) + eps) * weight, per row.
 std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight, double eps);
 
