@@ -1,4 +1,6 @@
-// Element types. The enum values equal the plugin ABI's xhal_dtype.
+// Element types. The enum values equal the plugin ABI's xhal_dtype. f32 .. i64 are compute dtypes
+// (kernels register for them); the 8-bit floats (xhal/fp8.hpp) are storage types that ops taking
+// them read or write beside a compute dtype.
 #pragma once
 
 #include <cstddef>
@@ -18,8 +20,11 @@ enum class DType : uint8_t {
   f64 = XHAL_DTYPE_F64,
   i32 = XHAL_DTYPE_I32,
   i64 = XHAL_DTYPE_I64,
+  f8_e4m3 = XHAL_DTYPE_F8_E4M3,  // OCP E4M3, as torch.float8_e4m3fn (DLPack code 10)
+  f8_e5m2 = XHAL_DTYPE_F8_E5M2,  // OCP E5M2, as torch.float8_e5m2 (DLPack code 12)
 };
 
+// The compute dtypes, which index kernel tables: DType(0) .. DType(kNumDTypes - 1).
 inline constexpr int kNumDTypes = XHAL_DTYPE_COUNT;
 
 size_t dtype_size(DType dtype);

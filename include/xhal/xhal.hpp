@@ -7,6 +7,7 @@
 #include "xhal/error.hpp"
 #include "xhal/check.hpp"
 #include "xhal/trace.hpp"
+#include "xhal/fp8.hpp"
 #include "xhal/half.hpp"
 #include "xhal/ops.hpp"
 #include "xhal/registry.hpp"

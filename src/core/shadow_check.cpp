@@ -22,6 +22,7 @@
 #include "core/runtime.hpp"
 #include "xhal/device_manager.hpp"
 #include "xhal/error.hpp"
+#include "xhal/fp8.hpp"
 #include "xhal/half.hpp"
 #include "xhal/tensor.hpp"
 #include "xhal/tensor_view.hpp"
@@ -145,6 +146,8 @@ struct HostTensor {
         std::memcpy(&v, p, 8);
         return v;
       }
+      case DType::f8_e4m3: return f8_e4m3_to_float(uint8_t(*p));
+      case DType::f8_e5m2: return f8_e5m2_to_float(uint8_t(*p));
     }
     return 0;
   }

@@ -41,6 +41,8 @@ void store(std::vector<uint8_t>& raw, DType dtype, int64_t index, double value) 
       std::memcpy(p, &i, 8);
       break;
     }
+    case DType::f8_e4m3: *p = float_to_f8_e4m3(float(value)); break;
+    case DType::f8_e5m2: *p = float_to_f8_e5m2(float(value)); break;
   }
 }
 
@@ -77,6 +79,8 @@ double load(const std::vector<uint8_t>& raw, DType dtype, int64_t index) {
       std::memcpy(&i, p, 8);
       return double(i);
     }
+    case DType::f8_e4m3: return f8_e4m3_to_float(*p);
+    case DType::f8_e5m2: return f8_e5m2_to_float(*p);
   }
   return 0;
 }
