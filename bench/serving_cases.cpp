@@ -1,5 +1,5 @@
-// xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, sample, top_k, softmax,
-// add and mul.
+// xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, sample, top_k,
+// quantize, dequantize, softmax, add and mul.
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -92,6 +92,28 @@ void add_serving_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>&
           return std::function<void()>([=] { xhal::ops::top_k(x, values, indices); });
         });
   }
+
+  // quantize to e4m3 with a dynamic scale a row (fp8 activations: per-token scales) and per block
+  // of 128 (DeepSeek-style 1 x 128), and dequantize back: x read once, codes and scales written once.
+  for (const auto granularity :
+       {xhal::ops::QuantizeParams::Granularity::per_row, xhal::ops::QuantizeParams::Granularity::per_block}) {
+    const bool per_row = granularity == xhal::ops::QuantizeParams::Granularity::per_row;
+    const int64_t groups = per_row ? 1 : N / 128;
+    add(fmt::format("quantize/{}_{}x{}_e4m3/{}", per_row ? "per_row" : "per_block128", M, N, tn),
+        double(M) * N * (e + 1) + double(M) * groups * 4, 0, Bound::memory, [=] {
+          Tensor x = random_tensor({M, N}, dt, dev), q = Tensor::empty({M, N}, DType::f8_e4m3, dev);
+          Tensor scale = Tensor::empty({M, groups}, DType::f32, dev);
+          return std::function<void()>([=] { xhal::ops::quantize(x, q, scale, {granularity, 128, true}); });
+        });
+  }
+  add(fmt::format("dequantize/per_row_{}x{}_e4m3/{}", M, N, tn), double(M) * N * (e + 1) + double(M) * 4, 0,
+      Bound::memory, [=] {
+        Tensor x = random_tensor({M, N}, dt, dev), q = Tensor::empty({M, N}, DType::f8_e4m3, dev);
+        Tensor scale = Tensor::empty({M, 1}, DType::f32, dev), out = Tensor::empty({M, N}, dt, dev);
+        const xhal::ops::QuantizeParams per_row{xhal::ops::QuantizeParams::Granularity::per_row};
+        xhal::ops::quantize(x, q, scale, per_row);
+        return std::function<void()>([=] { xhal::ops::dequantize(q, scale, out, per_row); });
+      });
 
   // softmax over Llama 3's vocabulary for a batch of 64 (sampling's probabilities) and over rows
   // of the norms' shape: x read once, out written once.

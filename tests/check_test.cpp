@@ -249,6 +249,11 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
                        Tensor::from_host(table.data(), {2, 2}, DType::i32, Device::cpu()),
                        Tensor::from_host(lens.data(), {2}, DType::i32, Device::cpu()), 5, ppo,
                        AttentionParams{.causal = true});
+    const Tensor codes = Tensor::empty({5, 200}, DType::f8_e4m3, cpu),
+                 row_scales = Tensor::empty({5, 1}, DType::f32, cpu);
+    const ops::QuantizeParams per_row{ops::QuantizeParams::Granularity::per_row};
+    ops::quantize(x, codes, row_scales, per_row);
+    ops::dequantize(codes, row_scales, out, per_row);
     const std::vector<int32_t> positions{0, 5, 17, 3, 9, 30, 2};
     const Tensor rq = random_tensor({7, 4, 64}, dt, 20), rk = random_tensor({7, 2, 64}, dt, 21);
     const Tensor positions_t = Tensor::from_host(positions.data(), {7}, DType::i32, Device::cpu());

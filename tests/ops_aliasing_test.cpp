@@ -164,6 +164,10 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
          ops::paged_prefill(b.f32({6, 4, 8}), b.o32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({3}), b.i32({2, 2}),
                             b.i32({2}), 4, TensorView(b.out.data() + 64, DType::f32, {6, 4, 8}));
        }},
+      {"quantize", "q", "x",
+       [](Buffers& b) {
+         ops::quantize(b.o32({4, 16}), TensorView(b.out.data() + 4, DType::f8_e4m3, {4, 16}), b.f32({1}));
+       }},
       {"paged_attention", "out", "q",
        [](Buffers& b) {
          ops::paged_attention(b.o32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({2, 2}), b.i32({2}),

@@ -180,6 +180,30 @@ const std::vector<BadCall>& bad_calls() {
                             TensorView(cu.data(), DType::i32, V{3}), TensorView(table.data(), DType::i32, V{2, 2}),
                             TensorView(lens.data(), DType::i32, V{2}), 4, b.o32({6, 4, 8}));
        }},
+      // quantize, dequantize
+      {"quantize q dtype", Errc::invalid_argument, "quantize", "q",
+       [](Buffers& b) { ops::quantize(b.f32({4, 64}), b.bf16({4, 64}), TensorView(b.out.data(), DType::f32, V{1})); }},
+      {"quantize scale shape", Errc::invalid_argument, "quantize", "scale",
+       [](Buffers& b) {
+         ops::quantize(b.f32({4, 64}), TensorView(b.h.data(), DType::f8_e4m3, V{4, 64}),
+                       TensorView(b.out.data(), DType::f32, V{4, 2}), {ops::QuantizeParams::Granularity::per_row});
+       }},
+      {"quantize block", Errc::invalid_argument, "quantize", "block",
+       [](Buffers& b) {
+         ops::quantize(b.f32({4, 64}), TensorView(b.h.data(), DType::f8_e4m3, V{4, 64}),
+                       TensorView(b.out.data(), DType::f32, V{4, 1}), {ops::QuantizeParams::Granularity::per_block, 0});
+       }},
+      {"quantize granularity", Errc::invalid_argument, "quantize", "granularity",
+       [](Buffers& b) {
+         ops::quantize(b.f32({4, 64}), TensorView(b.h.data(), DType::f8_e4m3, V{4, 64}),
+                       TensorView(b.out.data(), DType::f32, V{1}), {ops::QuantizeParams::Granularity(7)});
+       }},
+      {"dequantize out dtype", Errc::invalid_argument, "dequantize", "out",
+       [](Buffers& b) {
+         ops::dequantize(TensorView(b.h.data(), DType::f8_e5m2, V{4, 64}), b.f32({1}), b.i32({4, 64}));
+       }},
+      {"dequantize q shape", Errc::invalid_argument, "dequantize", "q",
+       [](Buffers& b) { ops::dequantize(TensorView(b.h.data(), DType::f8_e5m2, V{4, 63}), b.f32({1}), b.o32({4, 64})); }},
       // rms_norm, fused_add_rms_norm
       {"weight size", Errc::invalid_argument, "rms_norm", "weight",
        [](Buffers& b) {

@@ -202,6 +202,21 @@ int main(void) {
   DLTensor ttkv5 = tensor(tkv, f32, 2, tks5);
   CHECK(xhal_top_k(&tam, &ttkv5, &ttki, NULL) == XHAL_ERR_INVALID_ARGUMENT);
 
+  /* quantize to e4m3 with one dynamic scale for the tensor (granularity 0; the scale 4 / 448 and
+   * the codes 56, -112, 224, 448 times it),
+   * dequantize back; a granularity outside the enum is refused. */
+  const DLDataType e4m3 = {10, 8, 1};
+  float qx[4] = {0.5f, -1.0f, 2.0f, 4.0f}, qscale[1] = {-1.0f}, qb[4];
+  uint8_t qc[4];
+  int64_t qshape[1] = {4}, sshape[1] = {1};
+  DLTensor tqx = tensor(qx, f32, 1, qshape), tqc = tensor(qc, e4m3, 1, qshape), tqs = tensor(qscale, f32, 1, sshape),
+           tqb = tensor(qb, f32, 1, qshape);
+  CHECK(xhal_quantize(&tqx, &tqc, &tqs, 0, 0, 1, NULL) == XHAL_OK);
+  CHECK(qscale[0] == 4.0f / 448.0f && qc[3] == 0x7E && qc[1] == (0x80 | 0x6E));
+  CHECK(xhal_dequantize(&tqc, &tqs, &tqb, 0, 0, NULL) == XHAL_OK);
+  CHECK(fabsf(qb[0] - 0.5f) < 1e-6f && fabsf(qb[3] - 4.0f) < 1e-6f);
+  CHECK(xhal_quantize(&tqx, &tqc, &tqs, 9, 0, 1, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
   /* sample: top_k 1 keeps the largest logit whatever the draw; per-row temperature 0 is greedy;
    * f32 tokens and top_p 0 are refused. */
   xhal_sample_params sap = {1.0f, 1, 1.0f, 0.0f, 42, 7};

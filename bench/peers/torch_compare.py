@@ -93,6 +93,8 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_add": [_P, _P, _P, _P],
     "xhal_mul": [_P, _P, _P, _P],
     "xhal_sample": [_P, _P, ctypes.POINTER(SampleParams), _P, _P],
+    "xhal_top_k": [_P, _P, _P, _P],
+    "xhal_quantize": [_P, _P, _P, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -746,6 +748,26 @@ def case_top_k(ctx, B, V, k):
                     B * V * 2 + B * k * 10, "GB/s", "copy", check=same_values)
 
 
+def case_quantize(ctx, M, N):
+    """Per-token (a scale a row) dynamic e4m3 quantization as engines write it in eager PyTorch:
+    amax over the row, scale = amax / 448, (x / scale) clamped and cast. The codes must match."""
+    x = randn(M, N, scale=4.0)
+    q = torch.empty(M, N, device=DEVICE, dtype=torch.float8_e4m3fn)
+    scale = torch.empty(M, 1, device=DEVICE, dtype=torch.float32)
+    run = ctx.xhal.op("xhal_quantize", x, q, scale, 1, 0, 1)
+
+    def peer():
+        s = x.abs().amax(dim=-1, keepdim=True).float() / 448.0
+        return [(x.float() / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), s]
+
+    def same_codes(outs, refs):
+        differ = (outs[0].view(torch.uint8) != refs[0].view(torch.uint8)).sum().item()
+        err = differ / outs[0].numel() + (outs[1] - refs[1]).abs().max().item()
+        return err, err
+    return run_case(ctx, lambda: (run, [q, scale]), [("torch eager", peer)], [],
+                    M * N * 3 + M * 4, "GB/s", "copy", check=same_codes)
+
+
 def case_softmax(ctx, M, N):
     x = randn(M, N, scale=4.0)
     out = torch.empty_like(x)
@@ -919,6 +941,8 @@ def run_cases(ctx, shapes):
         section(ctx, "sample", f"B{B} V128256 top-p 0.9", case_sample, B, 128256, 0.9)
     for B, V, k in ((64, 128256, 50), (16384, 256, 8)):
         section(ctx, "top_k", f"B{B} V{V} k{k}", case_top_k, B, V, k)
+    for M, N in shapes["elementwise"]:
+        section(ctx, "quantize", f"{M}x{N} per-token e4m3", case_quantize, M, N)
     for M, N in ((64, 128256), (16384, 4096)):
         section(ctx, "softmax", f"{M}x{N}", case_softmax, M, N)
     for M, N in shapes["elementwise"]:

@@ -48,7 +48,9 @@ extern "C" {
   OP(MUL, mul, void)                                                                 \
   OP(SAMPLE, sample, xhal_sample_op_params)                                          \
   OP(TOP_K, top_k, void)                                                             \
-  OP(PAGED_PREFILL, paged_prefill, xhal_attention_op_params)
+  OP(PAGED_PREFILL, paged_prefill, xhal_attention_op_params)                         \
+  OP(QUANTIZE, quantize, xhal_quantize_op_params)                                    \
+  OP(DEQUANTIZE, dequantize, xhal_quantize_op_params)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -226,7 +228,13 @@ extern "C" {
   TENSOR(PAGED_PREFILL, LSE, lse, 4, XHAL_ROLE_OUT, 1)                              \
   TENSOR(PAGED_PREFILL, CU_SEQLENS_Q, cu_seqlens_q, 5, XHAL_ROLE_IN, 0)             \
   TENSOR(PAGED_PREFILL, BLOCK_TABLE, block_table, 7, XHAL_ROLE_IN, 0)               \
-  TENSOR(PAGED_PREFILL, SEQ_LENS, seq_lens, 8, XHAL_ROLE_IN, 0)
+  TENSOR(PAGED_PREFILL, SEQ_LENS, seq_lens, 8, XHAL_ROLE_IN, 0)                     \
+  TENSOR(QUANTIZE, X, x, 0, XHAL_ROLE_IN, 0)                                        \
+  TENSOR(QUANTIZE, Q, q, 1, XHAL_ROLE_OUT, 0)                                       \
+  TENSOR(QUANTIZE, SCALE, scale, 2, XHAL_ROLE_INOUT, 0)                             \
+  TENSOR(DEQUANTIZE, Q, q, 0, XHAL_ROLE_IN, 0)                                      \
+  TENSOR(DEQUANTIZE, SCALE, scale, 1, XHAL_ROLE_IN, 0)                              \
+  TENSOR(DEQUANTIZE, OUT, out, 2, XHAL_ROLE_OUT, 0)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the
@@ -325,6 +333,21 @@ typedef struct xhal_grad_norm_op_params {
 
 /* sample's longest row: the integer weights of a row (2^40 each at most) sum to under 2^64. */
 #define XHAL_SAMPLE_MAX_VOCABULARY 16777215
+
+/* quantize's and dequantize's scales: one for the tensor ([1]), one a row (x's leading dims + [1])
+ * or one a block of `block` elements of a row (x's leading dims + [ceil(N / block)]), f32. */
+typedef enum xhal_quant_granularity {
+  XHAL_QUANT_PER_TENSOR = 0,
+  XHAL_QUANT_PER_ROW = 1,
+  XHAL_QUANT_PER_BLOCK = 2
+} xhal_quant_granularity;
+
+typedef struct xhal_quantize_op_params {
+  uint32_t struct_size;
+  int32_t granularity; /* xhal_quant_granularity */
+  int32_t dynamic; /* quantize: 1 computes each scale from its group's largest |x| (and writes it); 0 reads it */
+  int64_t block; /* XHAL_QUANT_PER_BLOCK's block length, >= 1 */
+} xhal_quantize_op_params;
 
 /* top_k's largest k (the GPU kernels sort a row's candidates in shared memory). */
 #define XHAL_TOP_K_MAX_K 4096

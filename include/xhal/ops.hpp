@@ -91,6 +91,25 @@ void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorV
                    int64_t max_seqlen_q, const TensorView& out, const AttentionParams& params = {},
                    const TensorView* lse = nullptr, const Stream* stream = nullptr);
 
+// quantize's and dequantize's scale layout (docs/ops.md, quantize): one scale for the tensor
+// (scale [1]), one a row (x's leading dims + [1]) or one a block of `block` elements of a row (x's
+// leading dims + [ceil(N / block)]); scales are f32 and contiguous.
+struct QuantizeParams {
+  enum class Granularity { per_tensor, per_row, per_block };
+  Granularity granularity = Granularity::per_tensor;
+  int64_t block = 128;  // per_block: elements a scale covers along the last dim
+  bool dynamic = true;  // quantize: each scale = its group's largest |x| / the format's largest, written
+};
+
+// q[..., N] (f8_e4m3 or f8_e5m2) = x[..., N] (f32, f16, bf16) / scale, rounded to nearest even and
+// saturated at the format's largest finite value. Dynamic: scale = amax / largest (1 where amax is
+// 0), written to `scale`; static: `scale` is read.
+void quantize(const TensorView& x, const TensorView& q, const TensorView& scale, const QuantizeParams& params = {},
+              const Stream* stream = nullptr);
+// out[..., N] (f32, f16, bf16) = q[..., N] (f8_e4m3 or f8_e5m2) * scale, in f32, rounded once.
+void dequantize(const TensorView& q, const TensorView& scale, const TensorView& out, const QuantizeParams& params = {},
+                const Stream* stream = nullptr);
+
 // out[...,N] = x / sqrt(mean(x^2) + eps) * weight[N].
 void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out,
               const Stream* stream = nullptr);

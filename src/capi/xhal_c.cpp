@@ -116,6 +116,40 @@ xhal_status xhal_paged_prefill(const DLTensor* q, const DLTensor* k_cache, const
   });
 }
 
+namespace {
+// A C granularity code as QuantizeParams; a code outside the enum reaches the front end as is, which
+// refuses it by name.
+xhal::ops::QuantizeParams quantize_params(int32_t granularity, int64_t block, int32_t dynamic) {
+  xhal::ops::QuantizeParams p;
+  p.granularity = static_cast<xhal::ops::QuantizeParams::Granularity>(granularity);
+  p.block = block;
+  p.dynamic = dynamic != 0;
+  return p;
+}
+}  // namespace
+
+xhal_status xhal_quantize(const DLTensor* x, const DLTensor* q, const DLTensor* scale, int32_t granularity,
+                          int64_t block, int32_t dynamic, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::quantize;
+    auto xv = view(x, op, XHAL_QUANTIZE_X);
+    auto s = stream_for(xv, stream);
+    xhal::ops::quantize(xv, view(q, op, XHAL_QUANTIZE_Q), view(scale, op, XHAL_QUANTIZE_SCALE),
+                        quantize_params(granularity, block, dynamic), ptr(s));
+  });
+}
+
+xhal_status xhal_dequantize(const DLTensor* q, const DLTensor* scale, const DLTensor* out, int32_t granularity,
+                            int64_t block, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::dequantize;
+    auto o = view(out, op, XHAL_DEQUANTIZE_OUT);
+    auto s = stream_for(o, stream);
+    xhal::ops::dequantize(view(q, op, XHAL_DEQUANTIZE_Q), view(scale, op, XHAL_DEQUANTIZE_SCALE), o,
+                          quantize_params(granularity, block, 0), ptr(s));
+  });
+}
+
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream) {
   return guarded([&] {
     auto o = view(out, xhal::Op::rms_norm, XHAL_RMS_NORM_OUT);

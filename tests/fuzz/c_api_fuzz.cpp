@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 24);
+  const int op = in.ConsumeIntegralInRange<int>(0, 26);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -263,6 +263,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 23: call = [&] { return xhal_top_k(t[0], t[2], t[5], nullptr); }; break;
+    case 25:
+    case 26: {
+      const int32_t granularity = in.ConsumeIntegralInRange<int32_t>(-1, 3), dynamic = in.ConsumeIntegral<int32_t>();
+      const int64_t block = in.ConsumeIntegralInRange<int64_t>(-1, 300);
+      // Mostly an fp8 code tensor (in the bytes its fuzzed dtype was given, at least one a element).
+      DLTensor& codes = f[3].t;
+      if (in.ConsumeBool() && codes.dtype.bits >= 8 && codes.dtype.lanes == 1) {
+        codes.dtype = DLDataType{uint8_t(in.ConsumeBool() ? 12 : 10), 8, 1};
+      }
+      call = [&, granularity, dynamic, block, op] {
+        return op == 25 ? xhal_quantize(t[0], t[3], t[1], granularity, block, dynamic, nullptr)
+                        : xhal_dequantize(t[3], t[1], t[2], granularity, block, nullptr);
+      };
+      break;
+    }
     case 24: {
       const int64_t max_q = in.ConsumeIntegralInRange<int64_t>(-1, 64);
       const DLTensor* lse = in.ConsumeBool() ? t[4] : nullptr;

@@ -87,6 +87,17 @@ AttentionResult paged_prefill(const std::vector<double>& q, const std::vector<do
                               const std::vector<int64_t>& block_table, const std::vector<int64_t>& seq_lens, int64_t Hq,
                               int64_t Hkv, int64_t D, int64_t Dv, int64_t block_size, const AttentionMask& mask);
 
+// fp8 quantization of x[M,N] in groups: `group` columns a group (N for a whole row), one group for
+// the whole tensor when `per_tensor`. Dynamic: a group's scale is float(amax / largest) (1 for
+// amax 0; NaN for a group holding one); else `scales` holds them (f32 values). codes: each
+// element's value in the format (e4m3: largest 448, else e5m2: 57344) nearest to the f32 quotient
+// x / scale, ties to the even code, saturated at the largest; NaN for NaN.
+struct Quantized {
+  std::vector<double> scales, values;
+};
+Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool per_tensor, bool e4m3, bool dynamic,
+                   std::vector<double> scales);
+
 // x[M,N], weight[N] -> out[M,N] = x / sqrt(mean(x^2) + eps) * weight, per row.
 std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight, double eps);
 
