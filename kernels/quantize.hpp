@@ -1,6 +1,6 @@
 // quantize's and dequantize's arithmetic, which every backend runs as written here (so a scale and
 // a code come out the same everywhere): a group's largest |x| (NaN wins), its scale, the code of
-// x / scale, and a code's value times its scale.
+// x times the scale's reciprocal, and a code's value times its scale.
 #pragma once
 
 #include <stdint.h>
@@ -23,8 +23,12 @@ XHAL_HOST_DEVICE inline float fp8_largest(bool e4m3) { return e4m3 ? 448.0f : 57
 // infinity for a group holding one.
 XHAL_HOST_DEVICE inline float scale_of(float amax, bool e4m3) { return amax == 0.0f ? 1.0f : amax / fp8_largest(e4m3); }
 
-XHAL_HOST_DEVICE inline uint8_t quantize_value(float x, float scale, bool e4m3) {
-  const float v = x / scale;
+// Codes are of x * (1 / scale): the reciprocal once a group, then a product an element (as vLLM's
+// and TensorRT's kernels), both IEEE f32 operations.
+XHAL_HOST_DEVICE inline float inverse_scale(float scale) { return 1.0f / scale; }
+
+XHAL_HOST_DEVICE inline uint8_t quantize_value(float x, float inverse, bool e4m3) {
+  const float v = x * inverse;
   return e4m3 ? float_to_f8_e4m3(v) : float_to_f8_e5m2(v);
 }
 

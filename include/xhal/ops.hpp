@@ -101,8 +101,8 @@ struct QuantizeParams {
   bool dynamic = true;  // quantize: each scale = its group's largest |x| / the format's largest, written
 };
 
-// q[..., N] (f8_e4m3 or f8_e5m2) = x[..., N] (f32, f16, bf16) / scale, rounded to nearest even and
-// saturated at the format's largest finite value. Dynamic: scale = amax / largest (1 where amax is
+// q[..., N] (f8_e4m3 or f8_e5m2) = x[..., N] (f32, f16, bf16) * (1 / scale), rounded to nearest even
+// and saturated at the format's largest finite value. Dynamic: scale = amax / largest (1 where amax is
 // 0), written to `scale`; static: `scale` is read.
 void quantize(const TensorView& x, const TensorView& q, const TensorView& scale, const QuantizeParams& params = {},
               const Stream* stream = nullptr);

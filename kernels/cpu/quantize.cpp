@@ -55,8 +55,8 @@ struct Quantize {
         float& s = scale[groups.of(r, g0)];
         if (dynamic && groups.granularity != XHAL_QUANT_PER_TENSOR)
           s = kernels::scale_of(row_amax<E>(in, g0, g1), e4m3);
-        const float group_scale = s;
-        for (int64_t i = g0; i < g1; ++i) out[i] = kernels::quantize_value(E::load(in[i]), group_scale, e4m3);
+        const float inverse = kernels::inverse_scale(s);
+        for (int64_t i = g0; i < g1; ++i) out[i] = kernels::quantize_value(E::load(in[i]), inverse, e4m3);
       }
     }
     return XHAL_OK;

@@ -302,10 +302,10 @@ Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool 
   Quantized q{scales, std::vector<double>(x.size())};
   for (int64_t r = 0; r < M; ++r)
     for (int64_t c = 0; c < N; ++c) {
-      // The f32 quotient (the kernels' IEEE division), then its nearest code: rounding the exact
-      // quotient straight to fp8 can differ where the f32 one lands on a midpoint.
-      const float quotient = float(x[sz(r * N + c)]) / float(scales[sz(group_of(r, c))]);
-      q.values[sz(r * N + c)] = fp8_nearest(values, double(quotient));
+      // x times the f32 reciprocal of the scale, in f32 (the kernels' two IEEE operations), then
+      // its nearest code: rounding the exact quotient straight to fp8 can differ.
+      const float inverse = 1.0f / float(scales[sz(group_of(r, c))]);
+      q.values[sz(r * N + c)] = fp8_nearest(values, double(float(x[sz(r * N + c)]) * inverse));
     }
   return q;
 }

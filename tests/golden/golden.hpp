@@ -90,8 +90,8 @@ AttentionResult paged_prefill(const std::vector<double>& q, const std::vector<do
 // fp8 quantization of x[M,N] in groups: `group` columns a group (N for a whole row), one group for
 // the whole tensor when `per_tensor`. Dynamic: a group's scale is float(amax / largest) (1 for
 // amax 0; NaN for a group holding one); else `scales` holds them (f32 values). codes: each
-// element's value in the format (e4m3: largest 448, else e5m2: 57344) nearest to the f32 quotient
-// x / scale, ties to the even code, saturated at the largest; NaN for NaN.
+// element's value in the format (e4m3: largest 448, else e5m2: 57344) nearest to the f32 product
+// x * (1 / scale), ties to the even code, saturated at the largest; NaN for NaN.
 struct Quantized {
   std::vector<double> scales, values;
 };
