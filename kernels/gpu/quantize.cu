@@ -63,43 +63,51 @@ __global__ void __launch_bounds__(kThreads) tensor_amax_kernel(const typename E:
   if (threadIdx.x % kWarpSize == 0) atomicMax(amax, __float_as_uint(m));
 }
 
-// A warp a group, VEC elements a lane at a time (groups start at multiples of VEC). tensor_amax:
-// the dynamic per-tensor scale's amax word (block 0 writes the scale), else null.
+// group_lanes lanes a group (a power of two up to a warp: a short group, such as a 1 x 128 block
+// of 16-byte chunks, takes fewer lanes and a warp several groups at once), VEC elements a lane at a
+// time (groups start at multiples of VEC). tensor_amax: the dynamic per-tensor scale's amax word
+// (block 0 writes the scale), else null.
 template <class E, int VEC>
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const typename E::T* x, RowLayout xl, uint8_t* q, RowLayout ql, float* scale,
-                    kernels::QuantGroups groups, bool dynamic, bool e4m3, const unsigned* tensor_amax) {
-  const int lane = threadIdx.x % kWarpSize;
+                    kernels::QuantGroups groups, bool dynamic, bool e4m3, const unsigned* tensor_amax,
+                    int group_lanes) {
+  const int lane = threadIdx.x % kWarpSize, sub = lane % group_lanes, per_warp = kWarpSize / group_lanes;
   const int64_t width = groups.width(xl.cols), per_row = width > 0 ? (xl.cols + width - 1) / width : 0;
-  const int64_t tasks = xl.rows * per_row;
+  const int64_t tasks = xl.rows * per_row, step = int64_t(group_lanes) * VEC;
   float tensor_scale = 0.0f;
   if (tensor_amax != nullptr) {
     tensor_scale = kernels::scale_of(__uint_as_float(*tensor_amax), e4m3);
     if (blockIdx.x == 0 && threadIdx.x == 0) scale[0] = tensor_scale;
   }
-  for (int64_t task = int64_t(blockIdx.x) * kWarps + threadIdx.x / kWarpSize; task < tasks;
-       task += int64_t(gridDim.x) * kWarps) {
-    const int64_t r = task / per_row, c0 = task % per_row * width;
-    const int64_t c1 = c0 + width < xl.cols ? c0 + width : xl.cols;
+  for (int64_t first = (int64_t(blockIdx.x) * kWarps + threadIdx.x / kWarpSize) * per_warp; first < tasks;
+       first += int64_t(gridDim.x) * kWarps * per_warp) {
+    const int64_t task = first + lane / group_lanes;
+    int64_t r = 0, c0 = 0, c1 = 0;  // a lane past the last group has an empty one
+    if (task < tasks) {
+      r = task / per_row, c0 = task % per_row * width;
+      c1 = c0 + width < xl.cols ? c0 + width : xl.cols;
+    }
     const typename E::T* row = x + xl.offset(r);
     float s;
     if (tensor_amax != nullptr) {
       s = tensor_scale;
     } else if (dynamic && groups.granularity != XHAL_QUANT_PER_TENSOR) {
       float m = 0.0f;
-      for (int64_t i = c0 + lane * VEC; i < c1; i += kWarpSize * VEC) {
+      for (int64_t i = c0 + sub * VEC; i < c1; i += step) {
         Chunk<E, VEC> v;
         v.load(row + i);
         for (int k = 0; k < VEC; ++k) m = kernels::amax_merge(m, v.get(k));
       }
-      s = kernels::scale_of(warp_amax(m), e4m3);
-      if (lane == 0) scale[groups.of(r, c0)] = s;
+      for (int d = group_lanes / 2; d > 0; d /= 2) m = kernels::amax_merge(m, warp_shfl_xor(m, d));
+      s = kernels::scale_of(m, e4m3);
+      if (sub == 0 && task < tasks) scale[groups.of(r, c0)] = s;
     } else {
-      s = scale[groups.of(r, c0)];
+      s = task < tasks ? scale[groups.of(r, c0)] : 1.0f;
     }
     uint8_t* out = q + ql.offset(r);
     const float inverse = kernels::inverse_scale(s);
-    for (int64_t i = c0 + lane * VEC; i < c1; i += kWarpSize * VEC) {
+    for (int64_t i = c0 + sub * VEC; i < c1; i += step) {
       Chunk<E, VEC> v;
       v.load(row + i);
       Codes<VEC> codes;
@@ -177,9 +185,13 @@ struct Quantize {
       }
     }
     const int64_t width = groups.width(xl.cols), per_row = width > 0 ? (xl.cols + width - 1) / width : 0;
+    // Lanes a group: its chunks, where that is a power of two below a warp; else the whole warp.
+    const int64_t chunks = width / (vectorized ? kVec : 1);
+    const int group_lanes = chunks > 0 && chunks < kWarpSize && (chunks & (chunks - 1)) == 0 ? int(chunks) : kWarpSize;
     auto go = [&](auto kernel) {
-      kernel<<<grid_for(xl.rows * per_row, kWarps, int64_t(1) << 20), kThreads, 0, stream>>>(
-          xd, xl, static_cast<uint8_t*>(q->data), ql, scale, groups, dynamic, e4m3, static_cast<const unsigned*>(amax));
+      kernel<<<grid_for(xl.rows * per_row, int64_t(kWarps) * (kWarpSize / group_lanes), int64_t(1) << 20), kThreads, 0,
+               stream>>>(xd, xl, static_cast<uint8_t*>(q->data), ql, scale, groups, dynamic, e4m3,
+                         static_cast<const unsigned*>(amax), group_lanes);
     };
     if (vectorized) {
       go(quantize_kernel<E, kVec>);
