@@ -50,6 +50,19 @@ XHAL_FP8_FN uint32_t round_normal(uint32_t a, int mant, int bias) {
   return ((rounded >> 23) - 127u + uint32_t(bias)) << mant | ((rounded >> drop) & ((1u << mant) - 1u));
 }
 
+// float -> a format of `mant` mantissa bits and exponent bias `bias`: NaN gives `nan`, magnitudes
+// from `largest_bits` (the float bits of the largest finite value) up give `largest`, those below
+// `min_normal_bits` go to the subnormal codes (units of 2^min_exp).
+XHAL_FP8_FN uint8_t encode(float f, int mant, int bias, uint32_t largest_bits, uint8_t largest, uint8_t nan,
+                           uint32_t min_normal_bits, int min_exp) {
+  const uint32_t u = float_bits(f), a = u & 0x7FFFFFFFu;
+  const uint8_t sign = uint8_t((u >> 24) & 0x80u);
+  if (a > 0x7F800000u) return sign | nan;
+  if (a >= largest_bits) return sign | largest;  // infinities too: saturate
+  if (a < min_normal_bits) return sign | uint8_t(round_subnormal(a, min_exp));
+  return sign | uint8_t(round_normal(a, mant, bias));
+}
+
 }  // namespace fp8_detail
 
 XHAL_FP8_FN float f8_e4m3_to_float(uint8_t b) {
@@ -60,12 +73,8 @@ XHAL_FP8_FN float f8_e4m3_to_float(uint8_t b) {
 }
 
 XHAL_FP8_FN uint8_t float_to_f8_e4m3(float f) {
-  const uint32_t u = fp8_detail::float_bits(f), a = u & 0x7FFFFFFFu;
-  const uint8_t sign = uint8_t((u >> 24) & 0x80u);
-  if (a > 0x7F800000u) return sign | 0x7Fu;  // NaN
-  if (a >= 0x43E00000u) return sign | 0x7Eu;  // >= 448, infinities too: saturate
-  if (a < 0x3C800000u) return sign | uint8_t(fp8_detail::round_subnormal(a, -9));  // below 2^-6
-  return sign | uint8_t(fp8_detail::round_normal(a, 3, 7));
+  // >= 448 (0x43E00000) saturates; below 2^-6 (0x3C800000) in units of 2^-9.
+  return fp8_detail::encode(f, 3, 7, 0x43E00000u, 0x7Eu, 0x7Fu, 0x3C800000u, -9);
 }
 
 XHAL_FP8_FN float f8_e5m2_to_float(uint8_t b) {
@@ -76,12 +85,8 @@ XHAL_FP8_FN float f8_e5m2_to_float(uint8_t b) {
 }
 
 XHAL_FP8_FN uint8_t float_to_f8_e5m2(float f) {
-  const uint32_t u = fp8_detail::float_bits(f), a = u & 0x7FFFFFFFu;
-  const uint8_t sign = uint8_t((u >> 24) & 0x80u);
-  if (a > 0x7F800000u) return sign | 0x7Eu;  // NaN
-  if (a >= 0x47600000u) return sign | 0x7Bu;  // >= 57344, infinities too: saturate
-  if (a < 0x38800000u) return sign | uint8_t(fp8_detail::round_subnormal(a, -16));  // below 2^-14
-  return sign | uint8_t(fp8_detail::round_normal(a, 2, 15));
+  // >= 57344 (0x47600000) saturates; below 2^-14 (0x38800000) in units of 2^-16.
+  return fp8_detail::encode(f, 2, 15, 0x47600000u, 0x7Bu, 0x7Eu, 0x38800000u, -16);
 }
 
 }  // namespace xhal
