@@ -16,6 +16,10 @@
 #endif
 
 namespace xhal {
+
+// DLPack 1.1's type codes of the two formats (8 bits, 1 lane); older dlpack.h headers lack the names.
+inline constexpr uint8_t kDLPackFloat8E4M3FN = 10, kDLPackFloat8E5M2 = 12;
+
 namespace fp8_detail {
 
 XHAL_FP8_FN uint32_t float_bits(float f) {

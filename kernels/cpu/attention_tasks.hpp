@@ -84,20 +84,14 @@ inline xhal_status varlen_spans(const xhal_op_call* c, char* msg, size_t len, st
 // and the block indices they use are checked; then a span without keys for the rows past the last
 // sequence, as varlen_spans.
 inline xhal_status paged_spans(const xhal_op_call* c, char* msg, size_t len, std::vector<SequenceSpan>* seqs) {
-  if (const xhal_status s =
-          check_paged_tables(c, msg, len, XHAL_PAGED_PREFILL_BLOCK_TABLE, XHAL_PAGED_PREFILL_SEQ_LENS);
-      s != XHAL_OK) {
-    return s;
-  }
-  if (const xhal_status s = check_offsets(
-          msg, len, "cu_seqlens_q", TensorRef<const int32_t>(c->tensors[XHAL_PAGED_PREFILL_CU_SEQLENS_Q]),
-          c->tensors[XHAL_PAGED_PREFILL_Q]->shape[0], kernels::op_params<xhal_attention_op_params>(c).max_seqlen_q);
-      s != XHAL_OK) {
-    return s;
-  }
   const TensorRef<const int32_t> cu_q(c->tensors[XHAL_PAGED_PREFILL_CU_SEQLENS_Q]),
       lens(c->tensors[XHAL_PAGED_PREFILL_SEQ_LENS]);
   const int64_t Tq = c->tensors[XHAL_PAGED_PREFILL_Q]->shape[0], batch = cu_q.size(0) - 1;
+  xhal_status s = check_paged_tables(c, msg, len, XHAL_PAGED_PREFILL_BLOCK_TABLE, XHAL_PAGED_PREFILL_SEQ_LENS);
+  if (s == XHAL_OK) {
+    s = check_offsets(msg, len, "cu_seqlens_q", cu_q, Tq, kernels::op_params<xhal_attention_op_params>(c).max_seqlen_q);
+  }
+  if (s != XHAL_OK) return s;
   seqs->clear();
   for (int64_t b = 0; b < batch; ++b) seqs->push_back({*cu_q.at(b), *cu_q.at(b + 1) - *cu_q.at(b), 0, *lens.at(b)});
   if (const int64_t covered = *cu_q.at(batch); covered < Tq) seqs->push_back({covered, Tq - covered, 0, 0});

@@ -14,8 +14,6 @@
 namespace xhal::cpu {
 namespace {
 
-constexpr uint8_t kDLPackFloat8E4M3FN = 10;
-
 template <class E>
 float row_amax(const typename E::Storage* row, int64_t begin, int64_t end) {
   float m = 0.0f;

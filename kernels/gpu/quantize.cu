@@ -11,7 +11,6 @@ namespace xhal::gpu {
 namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / kWarpSize;
-constexpr uint8_t kDLPackFloat8E4M3FN = 10;
 
 __device__ inline float warp_amax(float m) {
   for (int d = kWarpSize / 2; d > 0; d /= 2) m = kernels::amax_merge(m, warp_shfl_xor(m, d));

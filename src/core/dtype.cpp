@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "xhal/error.hpp"
+#include "xhal/fp8.hpp"
 
 namespace xhal {
 namespace {
@@ -16,9 +17,6 @@ struct DTypeInfo {
   DLDataType dlpack;
   bool floating;
 };
-
-// DLPack 1.1's codes of the 8-bit floats (older dlpack.h headers lack the names).
-constexpr uint8_t kDLPackFloat8E4M3FN = 10, kDLPackFloat8E5M2 = 12;
 
 constexpr std::array<DTypeInfo, 8> kDTypes{{
     {DType::f32, "f32", 4, {kDLFloat, 32, 1}, true},
