@@ -19,5 +19,7 @@ struct BadCall {
 };
 
 const std::vector<BadCall>& bad_calls();
+// The serving ops' part of it (ops_bad_calls_serving.cpp).
+std::vector<BadCall> serving_bad_calls();
 
 }  // namespace xhal

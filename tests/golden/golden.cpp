@@ -255,61 +255,6 @@ AttentionResult paged_prefill(const std::vector<double>& q, const std::vector<do
   return r;
 }
 
-namespace {
-
-// The finite non-negative values of an OCP FP8 format, in code order (code i's value at [i]).
-std::vector<double> fp8_values(bool e4m3) {
-  std::vector<double> v;
-  const int mant = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
-  for (int code = 0; code < 128; ++code) {
-    const int e = code >> mant, m = code & ((1 << mant) - 1);
-    if (e4m3 ? code == 127 : e == 31) break;  // e4m3's NaN, e5m2's infinities and NaNs
-    v.push_back(e == 0 ? std::ldexp(double(m), 1 - bias - mant) : std::ldexp(1.0 + double(m) / (1 << mant), e - bias));
-  }
-  return v;
-}
-
-// The nearest value of the format to y (ties: the even code), saturated at the largest.
-double fp8_nearest(const std::vector<double>& values, double y) {
-  if (std::isnan(y)) return y;
-  const double a = std::min(std::fabs(y), values.back());
-  size_t best = 0;
-  for (size_t i = 1; i < values.size(); ++i) {
-    const double d = std::fabs(values[i] - a), b = std::fabs(values[best] - a);
-    if (d < b || (d == b && i % 2 == 0)) best = i;
-  }
-  return std::copysign(values[best], y);
-}
-
-}  // namespace
-
-Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool per_tensor, bool e4m3, bool dynamic,
-                   std::vector<double> scales) {
-  require(N > 0 && group > 0 && x.size() % sz(N) == 0, "quantize: x must be [M,N], group >= 1");
-  const std::vector<double> values = fp8_values(e4m3);
-  const int64_t M = int64_t(x.size()) / N, groups = (N + group - 1) / group;
-  auto group_of = [&](int64_t r, int64_t c) { return per_tensor ? 0 : r * groups + c / group; };
-  if (dynamic) {
-    scales.assign(per_tensor ? 1 : sz(M * groups), 0.0);
-    for (int64_t r = 0; r < M; ++r)
-      for (int64_t c = 0; c < N; ++c) {
-        double& m = scales[sz(group_of(r, c))];
-        const double a = std::fabs(x[sz(r * N + c)]);
-        if (std::isnan(a) || a > m) m = a;
-      }
-    for (double& s : scales) s = s == 0 ? 1.0 : double(float(s / values.back()));
-  }
-  Quantized q{scales, std::vector<double>(x.size())};
-  for (int64_t r = 0; r < M; ++r)
-    for (int64_t c = 0; c < N; ++c) {
-      // x times the f32 reciprocal of the scale, in f32 (the kernels' two IEEE operations), then
-      // its nearest code: rounding the exact quotient straight to fp8 can differ.
-      const float inverse = 1.0f / float(scales[sz(group_of(r, c))]);
-      q.values[sz(r * N + c)] = fp8_nearest(values, double(float(x[sz(r * N + c)]) * inverse));
-    }
-  return q;
-}
-
 std::vector<double> elementwise(const std::vector<double>& x, const std::vector<double>& y, bool product) {
   require(y.size() == x.size() || (!y.empty() && x.size() % y.size() == 0),
           "elementwise: y must have x's size or divide it (one row repeated)");
