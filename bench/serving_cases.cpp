@@ -1,5 +1,5 @@
 // xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, sample, top_k,
-// quantize, dequantize, softmax, add and mul.
+// quantize, dequantize, linear_fp8, softmax, add and mul.
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -114,6 +114,29 @@ void add_serving_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>&
         xhal::ops::quantize(x, q, scale, per_row);
         return std::function<void()>([=] { xhal::ops::dequantize(q, scale, out, per_row); });
       });
+
+  // linear_fp8: e4m3 codes of x and w (quantized here once) with a scale a row of each (per token,
+  // per channel) or one a tensor; its ceiling is the dtype's linear (GEMM) rate, which fp8 tensor
+  // cores exceed (twice the bf16 rate on Hopper).
+  for (const bool per_row : {true, false}) {
+    const int64_t m = s.linear_m, n = s.linear_n, k = s.linear_k;
+    add(fmt::format("linear_fp8/{}x{}x{}_e4m3_{}/{}", m, n, k, per_row ? "per_row" : "per_tensor", tn),
+        double(m * k + n * k) + double(m * n) * e, 2.0 * double(m) * double(n) * double(k), Bound::compute, [=] {
+          const xhal::ops::QuantizeParams params{per_row ? xhal::ops::QuantizeParams::Granularity::per_row
+                                                         : xhal::ops::QuantizeParams::Granularity::per_tensor};
+          auto codes_of = [&](int64_t rows, Tensor& codes, Tensor& scale) {
+            const Tensor values = random_tensor({rows, k}, dt, dev);
+            codes = Tensor::empty({rows, k}, DType::f8_e4m3, dev);
+            scale = per_row ? Tensor::empty({rows, 1}, DType::f32, dev) : Tensor::empty({1}, DType::f32, dev);
+            xhal::ops::quantize(values, codes, scale, params);
+          };
+          Tensor x, x_scale, w, w_scale;
+          codes_of(m, x, x_scale);
+          codes_of(n, w, w_scale);
+          Tensor out = Tensor::empty({m, n}, dt, dev);
+          return std::function<void()>([=] { xhal::ops::linear_fp8(x, x_scale, w, w_scale, nullptr, out); });
+        });
+  }
 
   // softmax over Llama 3's vocabulary for a batch of 64 (sampling's probabilities) and over rows
   // of the norms' shape: x read once, out written once.

@@ -262,6 +262,10 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
     ops::rope_backward(rq, rk, positions_t, cache, RopeStyle::gptj);
     const Tensor lw = random_tensor({24, 200}, dt, 22), lo = Tensor::empty({5, 24}, dt, cpu);
     ops::linear(x, lw, nullptr, lo);
+    const Tensor wcodes = Tensor::empty({24, 200}, DType::f8_e4m3, cpu),
+                 w_scales = Tensor::empty({24, 1}, DType::f32, cpu);
+    ops::quantize(lw, wcodes, w_scales, per_row);
+    ops::linear_fp8(codes, row_scales, wcodes, w_scales, nullptr, lo);
     const Tensor ldx = Tensor::empty({5, 200}, dt, cpu), ldw = Tensor::empty({24, 200}, dt, cpu);
     const Tensor ldb = Tensor::empty({24}, dt, cpu);
     const TensorView ldx_view = ldx, ldw_view = ldw, ldb_view = ldb;

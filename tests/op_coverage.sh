@@ -4,7 +4,7 @@
 # RmsNorm) and a benchmark case (rms_norm/...): a new op cannot land without either.
 set -euo pipefail
 info=$1 conformance=$2 bench=$3
-tests=$("$conformance" --gtest_list_tests | sed -n 's/^  \([A-Za-z]*\).*/\1/p' | sort -u)
+tests=$("$conformance" --gtest_list_tests | sed -n 's/^  \([A-Za-z0-9]*\).*/\1/p' | sort -u)
 cases=$("$bench" --benchmark_list_tests 2>/dev/null | sed 's#/.*##' | sort -u)
 missing=0
 while read -r op; do

@@ -168,6 +168,11 @@ TEST(Ops, OutputsOverlappingInputsAreRefused) {
        [](Buffers& b) {
          ops::quantize(b.o32({4, 16}), TensorView(b.out.data() + 4, DType::f8_e4m3, {4, 16}), b.f32({1}));
        }},
+      {"linear_fp8", "out", "x_scale",
+       [](Buffers& b) {
+         ops::linear_fp8(TensorView(b.h.data(), DType::f8_e4m3, {4, 16}), TensorView(b.out.data() + 3, DType::f32, {1}),
+                         TensorView(b.h.data() + 64, DType::f8_e4m3, {8, 16}), b.f32({1}), nullptr, b.o32({4, 8}));
+       }},
       {"paged_attention", "out", "q",
        [](Buffers& b) {
          ops::paged_attention(b.o32({2, 4, 8}), b.f32({4, 16, 2, 8}), b.f32({4, 16, 2, 8}), b.i32({2, 2}), b.i32({2}),

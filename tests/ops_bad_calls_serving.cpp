@@ -1,5 +1,5 @@
 // The catalogue's serving ops: paged_prefill, kv_cache_write, merge_attention_states, argmax,
-// top_k, sample, quantize and dequantize (ops_bad_calls.hpp).
+// top_k, sample, quantize, dequantize and linear_fp8 (ops_bad_calls.hpp).
 #include <vector>
 
 #include "ops_bad_calls.hpp"
@@ -72,6 +72,40 @@ std::vector<BadCall> serving_bad_calls() {
       {"dequantize q shape", Errc::invalid_argument, "dequantize", "q",
        [](Buffers& b) {
          ops::dequantize(TensorView(b.h.data(), DType::f8_e5m2, V{4, 63}), b.f32({1}), b.o32({4, 64}));
+       }},
+      // linear_fp8
+      {"linear_fp8 x dtype", Errc::invalid_argument, "linear_fp8", "x",
+       [](Buffers& b) {
+         ops::linear_fp8(b.bf16({4, 64}), b.f32({1}), TensorView(b.h.data(), DType::f8_e4m3, V{8, 64}), b.f32({1}),
+                         nullptr, b.o32({4, 8}));
+       }},
+      {"linear_fp8 w in features", Errc::invalid_argument, "linear_fp8", "w",
+       [](Buffers& b) {
+         ops::linear_fp8(TensorView(b.h.data(), DType::f8_e4m3, V{4, 64}), b.f32({1}),
+                         TensorView(b.h.data() + 512, DType::f8_e4m3, V{8, 32}), b.f32({1}), nullptr, b.o32({4, 8}));
+       }},
+      {"linear_fp8 x_scale rows", Errc::invalid_argument, "linear_fp8", "x_scale",
+       [](Buffers& b) {
+         ops::linear_fp8(TensorView(b.h.data(), DType::f8_e4m3, V{4, 64}), b.f32({5, 1}),
+                         TensorView(b.h.data() + 512, DType::f8_e4m3, V{8, 64}), b.f32({1}), nullptr, b.o32({4, 8}));
+       }},
+      {"linear_fp8 w_scale dtype", Errc::invalid_argument, "linear_fp8", "w_scale",
+       [](Buffers& b) {
+         ops::linear_fp8(TensorView(b.h.data(), DType::f8_e4m3, V{4, 64}), b.f32({1}),
+                         TensorView(b.h.data() + 512, DType::f8_e4m3, V{8, 64}), b.bf16({8, 1}), nullptr,
+                         b.o32({4, 8}));
+       }},
+      {"linear_fp8 out dtype", Errc::invalid_argument, "linear_fp8", "out",
+       [](Buffers& b) {
+         ops::linear_fp8(TensorView(b.h.data(), DType::f8_e4m3, V{4, 64}), b.f32({1}),
+                         TensorView(b.h.data() + 512, DType::f8_e4m3, V{8, 64}), b.f32({1}), nullptr,
+                         TensorView(b.out.data(), DType::f8_e4m3, V{4, 8}));
+       }},
+      {"linear_fp8 bias dtype", Errc::invalid_argument, "linear_fp8", "bias",
+       [](Buffers& b) {
+         const TensorView bias = b.bf16({8});
+         ops::linear_fp8(TensorView(b.h.data(), DType::f8_e4m3, V{4, 64}), b.f32({1}),
+                         TensorView(b.h.data() + 512, DType::f8_e4m3, V{8, 64}), b.f32({1}), &bias, b.o32({4, 8}));
        }},
       // argmax
       {"argmax empty row", Errc::invalid_argument, "argmax", "logits",

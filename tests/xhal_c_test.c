@@ -217,6 +217,17 @@ int main(void) {
   CHECK(fabsf(qb[0] - 0.5f) < 1e-6f && fabsf(qb[3] - 4.0f) < 1e-6f);
   CHECK(xhal_quantize(&tqx, &tqc, &tqs, 9, 0, 1, NULL) == XHAL_ERR_INVALID_ARGUMENT);
 
+  /* linear_fp8 of the codes above as one row against two rows of w: [1,4] x [2,4]^T with the
+   * tensor's scale for x and one scale a row of w; w's second row is x's codes again. */
+  uint8_t wc[2][4] = {{0x38, 0x38, 0x38, 0x38}, {0, 0, 0, 0}}; /* 1.0 each, zeros */
+  float wscale[2] = {2.0f, 1.0f}, lout[2] = {-1.0f, -1.0f};
+  int64_t lxs[2] = {1, 4}, lws[2] = {2, 4}, lwss[2] = {2, 1}, los[2] = {1, 2};
+  DLTensor tlx = tensor(qc, e4m3, 2, lxs), tlw = tensor(wc, e4m3, 2, lws), tlws = tensor(wscale, f32, 2, lwss),
+           tlfo = tensor(lout, f32, 2, los);
+  CHECK(xhal_linear_fp8(&tlx, &tqs, &tlw, &tlws, NULL, &tlfo, NULL) == XHAL_OK);
+  CHECK(fabsf(lout[0] - 2.0f * 5.5f) < 1e-4f && lout[1] == 0.0f);
+  CHECK(xhal_linear_fp8(&tlx, &tqs, &tlw, &tqs, NULL, &tqx, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+
   /* sample: top_k 1 keeps the largest logit whatever the draw; per-row temperature 0 is greedy;
    * f32 tokens and top_p 0 are refused. */
   xhal_sample_params sap = {1.0f, 1, 1.0f, 0.0f, 42, 7};

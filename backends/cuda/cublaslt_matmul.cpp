@@ -69,7 +69,7 @@ uint32_t alignment_of(const void* p) {
 // The heuristic's choice is cached per problem (asking costs tens of microseconds), the operands'
 // alignments included: an algorithm chosen for aligned operands may not run on others.
 using AlgoKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool,
-                           uint32_t, uint32_t, uint32_t>;
+                           uint32_t, uint32_t, uint32_t, int, int, int, int>;
 
 }  // namespace
 
@@ -81,6 +81,8 @@ xhal_status run_matmul(const xhal_op_call* call, const Matmul& mm, char* msg, si
   cublasLtHandle_t handle = handle_for(call->device);
   if (handle == nullptr) return check(CUBLAS_STATUS_NOT_INITIALIZED, "cublasLtCreate", msg, len);
   const cudaDataType_t type = cuda_type(call->dtype);
+  const cudaDataType_t a_type = mm.a_type == Matmul::kCallType ? type : mm.a_type;
+  const cudaDataType_t b_type = mm.b_type == Matmul::kCallType ? type : mm.b_type;
   Descriptors d;
   xhal_status s = check(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc", msg, len);
   if (s == XHAL_OK) s = set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, mm.trans_a, "TRANSA", msg, len);
@@ -89,21 +91,49 @@ xhal_status run_matmul(const xhal_op_call* call, const Matmul& mm, char* msg, si
     s = set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, mm.epilogue, "EPILOGUE", msg, len);
     if (s == XHAL_OK) s = set(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, mm.bias, "BIAS_POINTER", msg, len);
   }
+  if (s == XHAL_OK && mm.a_scale != nullptr) {
+    s = set(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, mm.a_scale, "A_SCALE_POINTER", msg, len);
+    if (s == XHAL_OK)
+      s = set(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, int32_t(mm.a_scale_mode), "A_SCALE_MODE", msg, len);
+  }
+  if (s == XHAL_OK && mm.b_scale != nullptr) {
+    s = set(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, mm.b_scale, "B_SCALE_POINTER", msg, len);
+    if (s == XHAL_OK)
+      s = set(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, int32_t(mm.b_scale_mode), "B_SCALE_MODE", msg, len);
+  }
   // Stored shapes: op N keeps [rows, cols] = [m, k] for A and [k, n] for B; op T swaps them.
   const bool ta = mm.trans_a != CUBLAS_OP_N, tb = mm.trans_b != CUBLAS_OP_N;
   if (s == XHAL_OK)
-    s = check(cublasLtMatrixLayoutCreate(&d.a, type, ta ? mm.k : mm.m, ta ? mm.m : mm.k, mm.lda), "layout A", msg, len);
+    s = check(cublasLtMatrixLayoutCreate(&d.a, a_type, ta ? mm.k : mm.m, ta ? mm.m : mm.k, mm.lda), "layout A", msg,
+              len);
   if (s == XHAL_OK)
-    s = check(cublasLtMatrixLayoutCreate(&d.b, type, tb ? mm.n : mm.k, tb ? mm.k : mm.n, mm.ldb), "layout B", msg, len);
+    s = check(cublasLtMatrixLayoutCreate(&d.b, b_type, tb ? mm.n : mm.k, tb ? mm.k : mm.n, mm.ldb), "layout B", msg,
+              len);
   if (s == XHAL_OK) s = check(cublasLtMatrixLayoutCreate(&d.d, type, mm.m, mm.n, mm.ldd), "layout D", msg, len);
   if (s != XHAL_OK) return s;
 
   static std::mutex cache_mutex;
   static std::map<AlgoKey, cublasLtMatmulAlgo_t> cache;
   const uint32_t align_a = alignment_of(mm.a), align_b = alignment_of(mm.b), align_d = alignment_of(mm.d);
-  const AlgoKey key{
-      call->device, int(call->dtype), int(mm.trans_a),  int(mm.trans_b),    mm.m,    mm.n,    mm.k,   mm.lda,
-      mm.ldb,       mm.ldd,           int(mm.epilogue), mm.bias != nullptr, align_a, align_b, align_d};
+  const AlgoKey key{call->device,
+                    int(call->dtype),
+                    int(mm.trans_a),
+                    int(mm.trans_b),
+                    mm.m,
+                    mm.n,
+                    mm.k,
+                    mm.lda,
+                    mm.ldb,
+                    mm.ldd,
+                    int(mm.epilogue),
+                    mm.bias != nullptr,
+                    align_a,
+                    align_b,
+                    align_d,
+                    int(a_type),
+                    int(b_type),
+                    mm.a_scale != nullptr ? int(mm.a_scale_mode) : -1,
+                    mm.b_scale != nullptr ? int(mm.b_scale_mode) : -1};
   cublasLtMatmulAlgo_t algo{};
   bool found = false;
   {

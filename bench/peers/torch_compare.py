@@ -95,6 +95,7 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_sample": [_P, _P, ctypes.POINTER(SampleParams), _P, _P],
     "xhal_top_k": [_P, _P, _P, _P],
     "xhal_quantize": [_P, _P, _P, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32, _P],
+    "xhal_linear_fp8": [_P, _P, _P, _P, _P, _P, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -768,6 +769,26 @@ def case_quantize(ctx, M, N):
                     M * N * 3 + M * 4, "GB/s", "copy", check=same_codes)
 
 
+def case_linear_fp8(ctx, M, N, K, per_row):
+    """e4m3 x e4m3 -> the bench dtype with per-row (per token / per channel) or per-tensor scales,
+    against torch._scaled_mm (cuBLASLt's fp8 GEMM, or torch's own rowwise kernel) on the same codes
+    and scales, and F.linear in the bench dtype on their dequantized values (the rate fp8 is to beat)."""
+    def quantized(rows):
+        v = randn(rows, K)
+        s = (v.abs().amax(dim=-1, keepdim=True).float() / 448.0) if per_row else v.abs().amax().float().reshape(1) / 448.0
+        return (v.float() / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn), s
+    x, xs = quantized(M)
+    w, ws = quantized(N)
+    out = torch.empty(M, N, device=DEVICE, dtype=DTYPE)
+    run = ctx.xhal.op("xhal_linear_fp8", x, xs, w, ws, None, out)
+    x_wide, w_wide = (x.to(DTYPE) * xs.to(DTYPE)), (w.to(DTYPE) * ws.to(DTYPE))
+    scale_a = xs if per_row else xs.reshape(())
+    scale_b = ws.reshape(1, N).contiguous() if per_row else ws.reshape(())
+    peers = [("torch._scaled_mm", lambda: [torch._scaled_mm(x, w.t(), scale_a, scale_b, out_dtype=DTYPE)]),
+             (f"F.linear {str(DTYPE).split('.')[-1]}", lambda: [F.linear(x_wide, w_wide)])]
+    return run_case(ctx, lambda: (run, [out]), peers, [out], 2 * M * N * K, "TFLOP/s", "gemm")
+
+
 def case_softmax(ctx, M, N):
     x = randn(M, N, scale=4.0)
     out = torch.empty_like(x)
@@ -943,6 +964,11 @@ def run_cases(ctx, shapes):
         section(ctx, "top_k", f"B{B} V{V} k{k}", case_top_k, B, V, k)
     for M, N in shapes["elementwise"]:
         section(ctx, "quantize", f"{M}x{N} per-token e4m3", case_quantize, M, N)
+    if DEVICE != "cpu" and torch.cuda.get_device_capability() >= (8, 9):
+        for M, N, K in shapes["linear"]:
+            for per_row in (True, False):
+                section(ctx, "linear_fp8", f"{M}x{N}x{K} e4m3 {'per-row' if per_row else 'per-tensor'}",
+                        case_linear_fp8, M, N, K, per_row)
     for M, N in ((64, 128256), (16384, 4096)):
         section(ctx, "softmax", f"{M}x{N}", case_softmax, M, N)
     for M, N in shapes["elementwise"]:

@@ -50,7 +50,8 @@ extern "C" {
   OP(TOP_K, top_k, void)                                                             \
   OP(PAGED_PREFILL, paged_prefill, xhal_attention_op_params)                         \
   OP(QUANTIZE, quantize, xhal_quantize_op_params)                                    \
-  OP(DEQUANTIZE, dequantize, xhal_quantize_op_params)
+  OP(DEQUANTIZE, dequantize, xhal_quantize_op_params)                                \
+  OP(LINEAR_FP8, linear_fp8, void)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -234,7 +235,13 @@ extern "C" {
   TENSOR(QUANTIZE, SCALE, scale, 2, XHAL_ROLE_INOUT, 0)                             \
   TENSOR(DEQUANTIZE, Q, q, 0, XHAL_ROLE_IN, 0)                                      \
   TENSOR(DEQUANTIZE, SCALE, scale, 1, XHAL_ROLE_IN, 0)                              \
-  TENSOR(DEQUANTIZE, OUT, out, 2, XHAL_ROLE_OUT, 0)
+  TENSOR(DEQUANTIZE, OUT, out, 2, XHAL_ROLE_OUT, 0)                                 \
+  TENSOR(LINEAR_FP8, X, x, 0, XHAL_ROLE_IN, 0)                                      \
+  TENSOR(LINEAR_FP8, X_SCALE, x_scale, 1, XHAL_ROLE_IN, 0)                          \
+  TENSOR(LINEAR_FP8, W, w, 2, XHAL_ROLE_IN, 0)                                      \
+  TENSOR(LINEAR_FP8, W_SCALE, w_scale, 3, XHAL_ROLE_IN, 0)                          \
+  TENSOR(LINEAR_FP8, BIAS, bias, 4, XHAL_ROLE_IN, 1)                                \
+  TENSOR(LINEAR_FP8, OUT, out, 5, XHAL_ROLE_OUT, 0)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the

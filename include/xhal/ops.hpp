@@ -110,6 +110,13 @@ void quantize(const TensorView& x, const TensorView& q, const TensorView& scale,
 void dequantize(const TensorView& q, const TensorView& scale, const TensorView& out, const QuantizeParams& params = {},
                 const Stream* stream = nullptr);
 
+// out[M,N] (f32, f16, bf16) = (x[M,K] w[N,K]^T) * x_scale * w_scale + bias[N], x and w fp8 codes
+// (f8_e4m3 or f8_e5m2, each its own) multiplied exactly and summed in f32. x_scale is [1] (per
+// tensor) or [M,1] (per row, as quantize's per_row writes); w_scale [1] or [N,1] (per output
+// channel); both f32. bias has out's dtype.
+void linear_fp8(const TensorView& x, const TensorView& x_scale, const TensorView& w, const TensorView& w_scale,
+                const TensorView* bias, const TensorView& out, const Stream* stream = nullptr);
+
 // out[...,N] = x / sqrt(mean(x^2) + eps) * weight[N].
 void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out,
               const Stream* stream = nullptr);

@@ -70,6 +70,10 @@ xhal_status xhal_quantize(const DLTensor* x, const DLTensor* q, const DLTensor* 
                           int64_t block, int32_t dynamic, void* stream);
 xhal_status xhal_dequantize(const DLTensor* q, const DLTensor* scale, const DLTensor* out, int32_t granularity,
                             int64_t block, void* stream);
+/* out = (x w^T) * x_scale * w_scale + bias: x [M,K], w [N,K] fp8 codes, scales f32 [1] or [rows, 1],
+ * bias (may be NULL) and out f32, f16 or bf16 (docs/ops.md, linear_fp8). */
+xhal_status xhal_linear_fp8(const DLTensor* x, const DLTensor* x_scale, const DLTensor* w, const DLTensor* w_scale,
+                            const DLTensor* bias, const DLTensor* out, void* stream);
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream);
 xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual, const DLTensor* weight, float eps,
                                     const DLTensor* out, void* stream);

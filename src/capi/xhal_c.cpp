@@ -150,6 +150,19 @@ xhal_status xhal_dequantize(const DLTensor* q, const DLTensor* scale, const DLTe
   });
 }
 
+xhal_status xhal_linear_fp8(const DLTensor* x, const DLTensor* x_scale, const DLTensor* w, const DLTensor* w_scale,
+                            const DLTensor* bias, const DLTensor* out, void* stream) {
+  return guarded([&] {
+    constexpr xhal::Op op = xhal::Op::linear_fp8;
+    auto o = view(out, op, XHAL_LINEAR_FP8_OUT);
+    auto b = optional_view(bias, op, XHAL_LINEAR_FP8_BIAS);
+    auto s = stream_for(o, stream);
+    xhal::ops::linear_fp8(view(x, op, XHAL_LINEAR_FP8_X), view(x_scale, op, XHAL_LINEAR_FP8_X_SCALE),
+                          view(w, op, XHAL_LINEAR_FP8_W), view(w_scale, op, XHAL_LINEAR_FP8_W_SCALE), ptr(b), o,
+                          ptr(s));
+  });
+}
+
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream) {
   return guarded([&] {
     auto o = view(out, xhal::Op::rms_norm, XHAL_RMS_NORM_OUT);

@@ -98,6 +98,12 @@ struct Quantized {
 Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool per_tensor, bool e4m3, bool dynamic,
                    std::vector<double> scales);
 
+// linear_fp8 / a scaled GEMM: out[M,N] = (x[M,K] w[N,K]^T) * x_scale * w_scale + bias[N], a scale
+// list of one element for the whole tensor, else one a row (M for x, N for w); bias may be empty.
+std::vector<double> linear_scaled(const std::vector<double>& x, const std::vector<double>& x_scale,
+                                  const std::vector<double>& w, const std::vector<double>& w_scale,
+                                  const std::vector<double>& bias, int64_t M, int64_t N, int64_t K);
+
 // x[M,N], weight[N] -> out[M,N] = x / sqrt(mean(x^2) + eps) * weight, per row.
 std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight, double eps);
 

@@ -69,4 +69,18 @@ Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool 
   return q;
 }
 
+std::vector<double> linear_scaled(const std::vector<double>& x, const std::vector<double>& x_scale,
+                                  const std::vector<double>& w, const std::vector<double>& w_scale,
+                                  const std::vector<double>& bias, int64_t M, int64_t N, int64_t K) {
+  require(x_scale.size() == 1 || x_scale.size() == sz(M), "linear_scaled: x_scale must hold 1 or M scales");
+  require(w_scale.size() == 1 || w_scale.size() == sz(N), "linear_scaled: w_scale must hold 1 or N scales");
+  std::vector<double> out = linear(x, w, {}, M, N, K);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const double scale = x_scale[x_scale.size() == 1 ? 0 : sz(m)] * w_scale[w_scale.size() == 1 ? 0 : sz(n)];
+      out[sz(m * N + n)] = out[sz(m * N + n)] * scale + (bias.empty() ? 0.0 : bias[sz(n)]);
+    }
+  return out;
+}
+
 }  // namespace xhal::golden
