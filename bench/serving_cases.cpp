@@ -1,5 +1,5 @@
 // xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, sample, top_k,
-// quantize, dequantize, linear_fp8, softmax, add and mul.
+// quantize, dequantize, linear_fp8, linear_int8, softmax, add and mul.
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -115,27 +115,33 @@ void add_serving_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>&
         return std::function<void()>([=] { xhal::ops::dequantize(q, scale, out, per_row); });
       });
 
-  // linear_fp8: e4m3 codes of x and w (quantized here once) with a scale a row of each (per token,
-  // per channel) or one a tensor; its ceiling is the dtype's linear (GEMM) rate, which fp8 tensor
-  // cores exceed (twice the bf16 rate on Hopper).
-  for (const bool per_row : {true, false}) {
-    const int64_t m = s.linear_m, n = s.linear_n, k = s.linear_k;
-    add(fmt::format("linear_fp8/{}x{}x{}_e4m3_{}/{}", m, n, k, per_row ? "per_row" : "per_tensor", tn),
-        double(m * k + n * k) + double(m * n) * e, 2.0 * double(m) * double(n) * double(k), Bound::compute, [=] {
-          const xhal::ops::QuantizeParams params{per_row ? xhal::ops::QuantizeParams::Granularity::per_row
-                                                         : xhal::ops::QuantizeParams::Granularity::per_tensor};
-          auto codes_of = [&](int64_t rows, Tensor& codes, Tensor& scale) {
-            const Tensor values = random_tensor({rows, k}, dt, dev);
-            codes = Tensor::empty({rows, k}, DType::f8_e4m3, dev);
-            scale = per_row ? Tensor::empty({rows, 1}, DType::f32, dev) : Tensor::empty({1}, DType::f32, dev);
-            xhal::ops::quantize(values, codes, scale, params);
-          };
-          Tensor x, x_scale, w, w_scale;
-          codes_of(m, x, x_scale);
-          codes_of(n, w, w_scale);
-          Tensor out = Tensor::empty({m, n}, dt, dev);
-          return std::function<void()>([=] { xhal::ops::linear_fp8(x, x_scale, w, w_scale, nullptr, out); });
-        });
+  // linear_fp8 and linear_int8: e4m3 or int8 codes of x and w (quantized here once) with a scale a
+  // row of each (per token, per channel) or one a tensor; their ceiling is the dtype's linear (GEMM)
+  // rate, which 8-bit tensor cores exceed (twice the bf16 rate on Hopper).
+  for (const DType format : {DType::f8_e4m3, DType::i8}) {
+    for (const bool per_row : {true, false}) {
+      const int64_t m = s.linear_m, n = s.linear_n, k = s.linear_k;
+      const bool fp8 = format == DType::f8_e4m3;
+      add(fmt::format("{}/{}x{}x{}_{}_{}/{}", fp8 ? "linear_fp8" : "linear_int8", m, n, k, fp8 ? "e4m3" : "i8",
+                      per_row ? "per_row" : "per_tensor", tn),
+          double(m * k + n * k) + double(m * n) * e, 2.0 * double(m) * double(n) * double(k), Bound::compute, [=] {
+            const xhal::ops::QuantizeParams params{per_row ? xhal::ops::QuantizeParams::Granularity::per_row
+                                                           : xhal::ops::QuantizeParams::Granularity::per_tensor};
+            auto codes_of = [&](int64_t rows, Tensor& codes, Tensor& scale) {
+              const Tensor values = random_tensor({rows, k}, dt, dev);
+              codes = Tensor::empty({rows, k}, format, dev);
+              scale = per_row ? Tensor::empty({rows, 1}, DType::f32, dev) : Tensor::empty({1}, DType::f32, dev);
+              xhal::ops::quantize(values, codes, scale, params);
+            };
+            Tensor x, x_scale, w, w_scale;
+            codes_of(m, x, x_scale);
+            codes_of(n, w, w_scale);
+            Tensor out = Tensor::empty({m, n}, dt, dev);
+            return std::function<void()>([=] {
+              (fp8 ? xhal::ops::linear_fp8 : xhal::ops::linear_int8)(x, x_scale, w, w_scale, nullptr, out, nullptr);
+            });
+          });
+    }
   }
 
   // softmax over Llama 3's vocabulary for a batch of 64 (sampling's probabilities) and over rows

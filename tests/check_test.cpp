@@ -266,6 +266,10 @@ TEST_F(ShadowCheck, CpuFastKernelsAgreeWithTheReference) {
                  w_scales = Tensor::empty({24, 1}, DType::f32, cpu);
     ops::quantize(lw, wcodes, w_scales, per_row);
     ops::linear_fp8(codes, row_scales, wcodes, w_scales, nullptr, lo);
+    const Tensor xi = Tensor::empty({5, 200}, DType::i8, cpu), wi = Tensor::empty({24, 200}, DType::i8, cpu);
+    ops::quantize(x, xi, row_scales, per_row);
+    ops::quantize(lw, wi, w_scales, per_row);
+    ops::linear_int8(xi, row_scales, wi, w_scales, nullptr, lo);
     const Tensor ldx = Tensor::empty({5, 200}, dt, cpu), ldw = Tensor::empty({24, 200}, dt, cpu);
     const Tensor ldb = Tensor::empty({24}, dt, cpu);
     const TensorView ldx_view = ldx, ldw_view = ldw, ldb_view = ldb;

@@ -1,5 +1,5 @@
 // The catalogue's serving ops: paged_prefill, kv_cache_write, merge_attention_states, argmax,
-// top_k, sample, quantize, dequantize and linear_fp8 (ops_bad_calls.hpp).
+// top_k, sample, quantize, dequantize, linear_fp8 and linear_int8 (ops_bad_calls.hpp).
 #include <vector>
 
 #include "ops_bad_calls.hpp"
@@ -100,6 +100,17 @@ std::vector<BadCall> serving_bad_calls() {
          ops::linear_fp8(TensorView(b.h.data(), DType::f8_e4m3, V{4, 64}), b.f32({1}),
                          TensorView(b.h.data() + 512, DType::f8_e4m3, V{8, 64}), b.f32({1}), nullptr,
                          TensorView(b.out.data(), DType::f8_e4m3, V{4, 8}));
+       }},
+      {"linear_int8 w dtype", Errc::invalid_argument, "linear_int8", "w",
+       [](Buffers& b) {
+         ops::linear_int8(TensorView(b.h.data(), DType::i8, V{4, 64}), b.f32({1}),
+                          TensorView(b.h.data() + 512, DType::f8_e4m3, V{8, 64}), b.f32({1}), nullptr, b.o32({4, 8}));
+       }},
+      {"linear_int8 K past the int32 bound", Errc::invalid_argument, "linear_int8", "x",
+       [](Buffers& b) {
+         ops::linear_int8(TensorView(b.h.data(), DType::i8, V{1, XHAL_LINEAR_INT8_MAX_K + 1}), b.f32({1}),
+                          TensorView(b.h.data(), DType::i8, V{1, XHAL_LINEAR_INT8_MAX_K + 1}), b.f32({1}), nullptr,
+                          b.o32({1, 1}));
        }},
       {"linear_fp8 bias dtype", Errc::invalid_argument, "linear_fp8", "bias",
        [](Buffers& b) {

@@ -228,6 +228,17 @@ int main(void) {
   CHECK(fabsf(lout[0] - 2.0f * 5.5f) < 1e-4f && lout[1] == 0.0f);
   CHECK(xhal_linear_fp8(&tlx, &tqs, &tlw, &tqs, NULL, &tqx, NULL) == XHAL_ERR_INVALID_ARGUMENT);
 
+  /* linear_int8: codes {1, -2, 3, 4} against rows {1, 1, 1, 1} and {0, 0, 0, 0}, x scale 0.5, w
+   * scales 2 and 1, bias {1, -1}: out = (6 * 0.5 * 2 + 1, -1). */
+  int8_t ic[4] = {1, -2, 3, 4}, iw[2][4] = {{1, 1, 1, 1}, {0, 0, 0, 0}};
+  float ixs[1] = {0.5f}, ibias[2] = {1.0f, -1.0f};
+  const DLDataType i8 = {kDLInt, 8, 1};
+  DLTensor tix = tensor(ic, i8, 2, lxs), tiw = tensor(iw, i8, 2, lws), tixs = tensor(ixs, f32, 1, sshape),
+           tib = tensor(ibias, f32, 1, lws);
+  CHECK(xhal_linear_int8(&tix, &tixs, &tiw, &tlws, &tib, &tlfo, NULL) == XHAL_OK);
+  CHECK(lout[0] == 7.0f && lout[1] == -1.0f);
+  CHECK(xhal_linear_int8(&tlx, &tixs, &tiw, &tlws, &tib, &tlfo, NULL) == XHAL_ERR_INVALID_ARGUMENT); /* fp8 x */
+
   /* sample: top_k 1 keeps the largest logit whatever the draw; per-row temperature 0 is greedy;
    * f32 tokens and top_p 0 are refused. */
   xhal_sample_params sap = {1.0f, 1, 1.0f, 0.0f, 42, 7};

@@ -36,6 +36,17 @@ bool detect_amx_bf16() {
 #endif
 }
 
+bool detect_int8_dot() {
+#if defined(__x86_64__)
+  // CPUID leaf 7: AVX512_VNNI is ECX bit 11 of subleaf 0, AVX-VNNI EAX bit 4 of subleaf 1.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 11)) != 0) return true;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 std::string cpu_model_name() {
@@ -62,7 +73,7 @@ const char* simd_arch(int* lanes) {
 }
 
 std::string configure_cpu_features(const char* disable_list) {
-  CpuFeatures features{detect_bf16_convert(), detect_amx_bf16()};
+  CpuFeatures features{detect_bf16_convert(), detect_amx_bf16(), detect_int8_dot()};
   std::string unknown;
   std::stringstream names(disable_list != nullptr ? disable_list : "");
   for (std::string item; std::getline(names, item, ',');) {
@@ -75,6 +86,8 @@ std::string configure_cpu_features(const char* disable_list) {
       features.bf16_convert = false;
     } else if (name == "amx") {
       features.amx_bf16 = false;
+    } else if (name == "vnni") {
+      features.int8_dot = false;
     } else if (name == "avx512") {
       features.amx_bf16 = false;  // the AMX kernels use AVX-512 too
 #if defined(XHAL_HAVE_HIGHWAY)

@@ -12,7 +12,7 @@ const char* simd_arch(int* lanes);
 
 // XHAL_CPU_DISABLE's names: instruction sets the kernels must not use, to test or compare the code
 // paths of other CPUs on this one.
-inline constexpr const char* kCpuDisableNames = "avx512, avx2, avx512_bf16, amx";
+inline constexpr const char* kCpuDisableNames = "avx512, avx2, avx512_bf16, amx, vnni";
 // Detects the features, drops those `disable_list` names (and Highway's targets for avx512 and
 // avx2), and hands the result to the kernels (set_cpu_features). Called once, before any kernel is
 // registered; returns the names it did not know ("" when none).

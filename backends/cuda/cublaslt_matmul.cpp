@@ -69,7 +69,7 @@ uint32_t alignment_of(const void* p) {
 // The heuristic's choice is cached per problem (asking costs tens of microseconds), the operands'
 // alignments included: an algorithm chosen for aligned operands may not run on others.
 using AlgoKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool,
-                           uint32_t, uint32_t, uint32_t, int, int, int, int>;
+                           uint32_t, uint32_t, uint32_t, int, int, int, int, int>;
 
 }  // namespace
 
@@ -83,8 +83,11 @@ xhal_status run_matmul(const xhal_op_call* call, const Matmul& mm, char* msg, si
   const cudaDataType_t type = cuda_type(call->dtype);
   const cudaDataType_t a_type = mm.a_type == Matmul::kCallType ? type : mm.a_type;
   const cudaDataType_t b_type = mm.b_type == Matmul::kCallType ? type : mm.b_type;
+  const cudaDataType_t d_type = mm.d_type == Matmul::kCallType ? type : mm.d_type;
   Descriptors d;
-  xhal_status s = check(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc", msg, len);
+  const bool integer = mm.compute == CUBLAS_COMPUTE_32I;
+  xhal_status s =
+      check(cublasLtMatmulDescCreate(&d.op, mm.compute, integer ? CUDA_R_32I : CUDA_R_32F), "matmul desc", msg, len);
   if (s == XHAL_OK) s = set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, mm.trans_a, "TRANSA", msg, len);
   if (s == XHAL_OK) s = set(d.op, CUBLASLT_MATMUL_DESC_TRANSB, mm.trans_b, "TRANSB", msg, len);
   if (s == XHAL_OK && mm.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
@@ -109,7 +112,7 @@ xhal_status run_matmul(const xhal_op_call* call, const Matmul& mm, char* msg, si
   if (s == XHAL_OK)
     s = check(cublasLtMatrixLayoutCreate(&d.b, b_type, tb ? mm.n : mm.k, tb ? mm.k : mm.n, mm.ldb), "layout B", msg,
               len);
-  if (s == XHAL_OK) s = check(cublasLtMatrixLayoutCreate(&d.d, type, mm.m, mm.n, mm.ldd), "layout D", msg, len);
+  if (s == XHAL_OK) s = check(cublasLtMatrixLayoutCreate(&d.d, d_type, mm.m, mm.n, mm.ldd), "layout D", msg, len);
   if (s != XHAL_OK) return s;
 
   static std::mutex cache_mutex;
@@ -132,6 +135,7 @@ xhal_status run_matmul(const xhal_op_call* call, const Matmul& mm, char* msg, si
                     align_d,
                     int(a_type),
                     int(b_type),
+                    int(d_type) * 64 + int(mm.compute),
                     mm.a_scale != nullptr ? int(mm.a_scale_mode) : -1,
                     mm.b_scale != nullptr ? int(mm.b_scale_mode) : -1};
   cublasLtMatmulAlgo_t algo{};
@@ -182,7 +186,9 @@ xhal_status run_matmul(const xhal_op_call* call, const Matmul& mm, char* msg, si
     return refused;  // the allocator's message names the request
   }
   const float alpha = 1.0f, beta = 0.0f;
-  s = check(cublasLtMatmul(handle, d.op, &alpha, mm.a, d.a, mm.b, d.b, &beta, mm.d, d.d, mm.d, d.d, &algo, workspace,
+  const int32_t alpha_i = 1, beta_i = 0;
+  s = check(cublasLtMatmul(handle, d.op, integer ? static_cast<const void*>(&alpha_i) : &alpha, mm.a, d.a, mm.b, d.b,
+                           integer ? static_cast<const void*>(&beta_i) : &beta, mm.d, d.d, mm.d, d.d, &algo, workspace,
                            kWorkspace, static_cast<cudaStream_t>(call->stream)),
             "cublasLtMatmul", msg, len);
   // The allocator is stream-ordered: the workspace is reused on this stream only after the matmul.

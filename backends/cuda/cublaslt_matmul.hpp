@@ -1,8 +1,9 @@
 // One cuBLASLt matmul on a call's device and stream, in cuBLAS's column-major terms:
 // D[m,n] = op(A)[m,k] · op(B)[k,n] with an optional epilogue (a bias added to D's rows, or the
-// bias gradient reduced from B over k), f32 accumulation, the call's dtype for every matrix unless
-// A's or B's is given (fp8), and optional f32 scales of A and B (a scalar each, or an outer vector
-// of m and n elements multiplying D's rows and columns). The
+// bias gradient reduced from B over k), f32 accumulation (int32 for int8 operands), the call's
+// dtype for every matrix unless A's, B's or D's is given (fp8, int8 in, int32 out), and optional
+// f32 scales of A and B (a scalar each, or an outer vector of m and n elements multiplying D's rows
+// and columns). The
 // handle per device, the heuristic's choice per problem (cached) and the workspace (the call's
 // scratch allocator) are handled here, for linear and linear_backward alike.
 #pragma once
@@ -29,9 +30,11 @@ struct Matmul {
   int64_t ldd = 0;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   void* bias = nullptr;  // BIAS: read, m elements; BGRADB: written, n elements
-  // Element types of A and B when not the call's dtype (kCallType).
+  // Element types of A, B and D when not the call's dtype (kCallType).
   static constexpr cudaDataType_t kCallType = cudaDataType_t(-1);
-  cudaDataType_t a_type = kCallType, b_type = kCallType;
+  cudaDataType_t a_type = kCallType, b_type = kCallType, d_type = kCallType;
+  // CUBLAS_COMPUTE_32I: exact int32 sums of int8 products (alpha 1 and beta 0 then int32 too).
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   // Scales of A and B (device pointers to f32; null: none) and what each holds.
   const void *a_scale = nullptr, *b_scale = nullptr;
   cublasLtMatmulMatrixScale_t a_scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;

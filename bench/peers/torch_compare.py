@@ -96,6 +96,7 @@ _OP_ARGTYPES = {  # each returns xhal_status (an int enum); the native stream is
     "xhal_top_k": [_P, _P, _P, _P],
     "xhal_quantize": [_P, _P, _P, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32, _P],
     "xhal_linear_fp8": [_P, _P, _P, _P, _P, _P, _P],
+    "xhal_linear_int8": [_P, _P, _P, _P, _P, _P, _P],
 }
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -789,6 +790,25 @@ def case_linear_fp8(ctx, M, N, K, per_row):
     return run_case(ctx, lambda: (run, [out]), peers, [out], 2 * M * N * K, "TFLOP/s", "gemm")
 
 
+def case_linear_int8(ctx, M, N, K):
+    """int8 x int8 -> the bench dtype with a scale a row of x (per token) and of w (per channel),
+    against torch._int_mm (cuBLASLt's int8 GEMM into int32) with the scales applied in eager
+    PyTorch, and F.linear in the bench dtype on the dequantized values."""
+    def quantized(rows):
+        v = randn(rows, K)
+        s = v.abs().amax(dim=-1, keepdim=True).float() / 127.0
+        return (v.float() / s).round().clamp(-127, 127).to(torch.int8), s
+    x, xs = quantized(M)
+    w, ws = quantized(N)
+    out = torch.empty(M, N, device=DEVICE, dtype=DTYPE)
+    run = ctx.xhal.op("xhal_linear_int8", x, xs, w, ws, None, out)
+    x_wide, w_wide = x.to(DTYPE) * xs.to(DTYPE), w.to(DTYPE) * ws.to(DTYPE)
+    wt, ws_row = w.t(), ws.reshape(1, N)
+    peers = [("torch._int_mm + scales", lambda: [(torch._int_mm(x, wt).float() * (xs * ws_row)).to(DTYPE)]),
+             (f"F.linear {str(DTYPE).split('.')[-1]}", lambda: [F.linear(x_wide, w_wide)])]
+    return run_case(ctx, lambda: (run, [out]), peers, [out], 2 * M * N * K, "TFLOP/s", "gemm")
+
+
 def case_softmax(ctx, M, N):
     x = randn(M, N, scale=4.0)
     out = torch.empty_like(x)
@@ -969,6 +989,10 @@ def run_cases(ctx, shapes):
             for per_row in (True, False):
                 section(ctx, "linear_fp8", f"{M}x{N}x{K} e4m3 {'per-row' if per_row else 'per-tensor'}",
                         case_linear_fp8, M, N, K, per_row)
+    if DEVICE != "cpu":
+        for M, N, K in shapes["linear"]:
+            if M > 16:  # torch._int_mm's bound
+                section(ctx, "linear_int8", f"{M}x{N}x{K} per-row", case_linear_int8, M, N, K)
     for M, N in ((64, 128256), (16384, 4096)):
         section(ctx, "softmax", f"{M}x{N}", case_softmax, M, N)
     for M, N in shapes["elementwise"]:

@@ -1,6 +1,6 @@
 // Element types. The enum values equal the plugin ABI's xhal_dtype. f32 .. i64 are compute dtypes
-// (kernels register for them); the 8-bit floats (xhal/fp8.hpp) are storage types that ops taking
-// them read or write beside a compute dtype.
+// (kernels register for them); the 8-bit floats (xhal/fp8.hpp) and i8 are storage types that ops
+// taking them read or write beside a compute dtype.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +22,7 @@ enum class DType : uint8_t {
   i64 = XHAL_DTYPE_I64,
   f8_e4m3 = XHAL_DTYPE_F8_E4M3,  // OCP E4M3, as torch.float8_e4m3fn (DLPack code 10)
   f8_e5m2 = XHAL_DTYPE_F8_E5M2,  // OCP E5M2, as torch.float8_e5m2 (DLPack code 12)
+  i8 = XHAL_DTYPE_I8,  // int8 codes of quantized tensors (DLPack kDLInt, 8 bits)
 };
 
 // The compute dtypes, which index kernel tables: DType(0) .. DType(kNumDTypes - 1).

@@ -51,7 +51,8 @@ extern "C" {
   OP(PAGED_PREFILL, paged_prefill, xhal_attention_op_params)                         \
   OP(QUANTIZE, quantize, xhal_quantize_op_params)                                    \
   OP(DEQUANTIZE, dequantize, xhal_quantize_op_params)                                \
-  OP(LINEAR_FP8, linear_fp8, void)
+  OP(LINEAR_FP8, linear_fp8, void)                                                   \
+  OP(LINEAR_INT8, linear_int8, void)
 
 /* TENSOR(OP, NAME, name, slot, role, optional): an op's tensors in the order of its signature.
  * `slot` indexes xhal_op_call.tensors; the attention ops share q, k, v, out, lse at 0-4 (slot 4 is
@@ -60,7 +61,7 @@ extern "C" {
  * cu_seqlens_k's 6 empty, its block table and lengths at 7-8): rms_norm_backward and its fused form share dout, x|residual, weight,
  * dx, dweight at 0-4, the swiglu backward ops dout at 0, their input at 1 and its gradient at 3,
  * the gelu_and_mul ops swiglu's slots (one kernel serves the gated activations), and
- * rope_backward has rope's slots. cross_entropy_backward reads the forward's lse at the
+ * rope_backward has rope's slots, linear_int8 linear_fp8's. cross_entropy_backward reads the forward's lse at the
  * forward's slot and its dloss at the forward's loss slot, embedding_backward its dout at the
  * forward's out slot; the attention backward ops read the forward's tensors at its slots (so the
  * forward kernels' row accessors serve them) and their gradients at 7-10. A backward op's
@@ -241,7 +242,13 @@ extern "C" {
   TENSOR(LINEAR_FP8, W, w, 2, XHAL_ROLE_IN, 0)                                      \
   TENSOR(LINEAR_FP8, W_SCALE, w_scale, 3, XHAL_ROLE_IN, 0)                          \
   TENSOR(LINEAR_FP8, BIAS, bias, 4, XHAL_ROLE_IN, 1)                                \
-  TENSOR(LINEAR_FP8, OUT, out, 5, XHAL_ROLE_OUT, 0)
+  TENSOR(LINEAR_FP8, OUT, out, 5, XHAL_ROLE_OUT, 0)                                 \
+  TENSOR(LINEAR_INT8, X, x, 0, XHAL_ROLE_IN, 0)                                     \
+  TENSOR(LINEAR_INT8, X_SCALE, x_scale, 1, XHAL_ROLE_IN, 0)                         \
+  TENSOR(LINEAR_INT8, W, w, 2, XHAL_ROLE_IN, 0)                                     \
+  TENSOR(LINEAR_INT8, W_SCALE, w_scale, 3, XHAL_ROLE_IN, 0)                         \
+  TENSOR(LINEAR_INT8, BIAS, bias, 4, XHAL_ROLE_IN, 1)                               \
+  TENSOR(LINEAR_INT8, OUT, out, 5, XHAL_ROLE_OUT, 0)
 
 /* LIST(OP, first, stride): ops over a list of tensors (every parameter of a model in one call).
  * The op's slots from `first` up are one entry's, `stride` of them; the rest are shared by the
@@ -255,6 +262,10 @@ extern "C" {
 
 /* The most tensors one op has (a list op's with one entry); a new op with more raises it. */
 #define XHAL_MAX_OP_TENSORS 16
+
+/* linear_int8's contraction length bound: K products of int8 codes (|code| <= 128) summed in int32
+ * cannot overflow. */
+#define XHAL_LINEAR_INT8_MAX_K 131071
 
 typedef enum xhal_tensor_role {
   XHAL_ROLE_IN = 0, /* read only */

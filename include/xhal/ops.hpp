@@ -101,12 +101,13 @@ struct QuantizeParams {
   bool dynamic = true;  // quantize: each scale = its group's largest |x| / the format's largest, written
 };
 
-// q[..., N] (f8_e4m3 or f8_e5m2) = x[..., N] (f32, f16, bf16) * (1 / scale), rounded to nearest even
-// and saturated at the format's largest finite value. Dynamic: scale = amax / largest (1 where amax is
-// 0), written to `scale`; static: `scale` is read.
+// q[..., N] (f8_e4m3, f8_e5m2 or i8) = x[..., N] (f32, f16, bf16) * (1 / scale), rounded to nearest
+// even and saturated at the format's largest finite value (448, 57344, 127; int8 codes are
+// symmetric, NaN gives 0). Dynamic: scale = amax / largest (1 where amax is 0), written to `scale`;
+// static: `scale` is read.
 void quantize(const TensorView& x, const TensorView& q, const TensorView& scale, const QuantizeParams& params = {},
               const Stream* stream = nullptr);
-// out[..., N] (f32, f16, bf16) = q[..., N] (f8_e4m3 or f8_e5m2) * scale, in f32, rounded once.
+// out[..., N] (f32, f16, bf16) = q[..., N] (f8_e4m3, f8_e5m2 or i8) * scale, in f32, rounded once.
 void dequantize(const TensorView& q, const TensorView& scale, const TensorView& out, const QuantizeParams& params = {},
                 const Stream* stream = nullptr);
 
@@ -116,6 +117,11 @@ void dequantize(const TensorView& q, const TensorView& scale, const TensorView& 
 // channel); both f32. bias has out's dtype.
 void linear_fp8(const TensorView& x, const TensorView& x_scale, const TensorView& w, const TensorView& w_scale,
                 const TensorView* bias, const TensorView& out, const Stream* stream = nullptr);
+// The same with int8 codes (i8, as quantize writes them): the products summed exactly in int32 (K
+// up to XHAL_LINEAR_INT8_MAX_K), then out = fma(float(sum), x_scale * w_scale, bias) in f32, rounded
+// once to out's dtype, so every backend gives the same bits.
+void linear_int8(const TensorView& x, const TensorView& x_scale, const TensorView& w, const TensorView& w_scale,
+                 const TensorView* bias, const TensorView& out, const Stream* stream = nullptr);
 
 // out[...,N] = x / sqrt(mean(x^2) + eps) * weight[N].
 void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out,

@@ -63,9 +63,9 @@ xhal_status xhal_paged_prefill(const DLTensor* q, const DLTensor* k_cache, const
                                const DLTensor* cu_seqlens_q, const DLTensor* block_table, const DLTensor* seq_lens,
                                int64_t max_seqlen_q, const DLTensor* out, const xhal_attention_params* params,
                                const DLTensor* lse, void* stream);
-/* fp8 quantization (docs/ops.md, quantize): granularity 0 per tensor, 1 per row, 2 per block of
+/* fp8 and int8 quantization (docs/ops.md, quantize): granularity 0 per tensor, 1 per row, 2 per block of
  * `block` elements (op_table.h's xhal_quant_granularity); dynamic 1 computes and writes the scales
- * (quantize only). q is f8_e4m3 or f8_e5m2: DLPack codes 10 and 12, 8 bits. */
+ * (quantize only). q is f8_e4m3, f8_e5m2 (DLPack codes 10 and 12, 8 bits) or int8 (symmetric, ±127). */
 xhal_status xhal_quantize(const DLTensor* x, const DLTensor* q, const DLTensor* scale, int32_t granularity,
                           int64_t block, int32_t dynamic, void* stream);
 xhal_status xhal_dequantize(const DLTensor* q, const DLTensor* scale, const DLTensor* out, int32_t granularity,
@@ -74,6 +74,9 @@ xhal_status xhal_dequantize(const DLTensor* q, const DLTensor* scale, const DLTe
  * bias (may be NULL) and out f32, f16 or bf16 (docs/ops.md, linear_fp8). */
 xhal_status xhal_linear_fp8(const DLTensor* x, const DLTensor* x_scale, const DLTensor* w, const DLTensor* w_scale,
                             const DLTensor* bias, const DLTensor* out, void* stream);
+/* The same with int8 codes (DLPack kDLInt, 8 bits), summed exactly in int32; K <= 131071. */
+xhal_status xhal_linear_int8(const DLTensor* x, const DLTensor* x_scale, const DLTensor* w, const DLTensor* w_scale,
+                             const DLTensor* bias, const DLTensor* out, void* stream);
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream);
 xhal_status xhal_fused_add_rms_norm(const DLTensor* x, const DLTensor* residual, const DLTensor* weight, float eps,
                                     const DLTensor* out, void* stream);

@@ -2,7 +2,7 @@
 // reference, with linear_fp8_blas.cpp above it.
 #include "converted_gemm.hpp"
 #include "kernel_registration.hpp"
-#include "linear_fp8_operands.hpp"
+#include "linear_quantized_operands.hpp"
 
 namespace xhal::cpu {
 namespace {

@@ -3,7 +3,7 @@
 #include "blas.hpp"
 #include "converted_gemm_blas.hpp"
 #include "kernel_registration.hpp"
-#include "linear_fp8_operands.hpp"
+#include "linear_quantized_operands.hpp"
 
 namespace xhal::cpu {
 namespace {

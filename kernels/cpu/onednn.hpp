@@ -1,11 +1,12 @@
-// oneDNN behind the CPU's bf16 linear on CPUs with AMX (kernels/cpu/linear_onednn.cpp).
+// oneDNN behind the CPU's bf16 linear on CPUs with AMX (kernels/cpu/linear_onednn.cpp) and its int8
+// linear on CPUs with VNNI (kernels/cpu/linear_int8_onednn.cpp).
 #pragma once
 
 #include <string>
 
 namespace xhal::cpu {
 
-// "oneDNN 2.6.3 (bf16 linear on AMX)", "oneDNN 2.6.3 (unused: no AMX)", or why there is none.
+// "oneDNN 2.6.3 (bf16 linear: unused, no AMX; int8 linear on VNNI)", or why there is none.
 #if defined(XHAL_HAVE_ONEDNN)
 std::string onednn_summary();
 #else

@@ -28,7 +28,7 @@ struct Quantize {
     const TensorRef<const S> x(c->tensors[XHAL_QUANTIZE_X]);
     const TensorRef<uint8_t> q(c->tensors[XHAL_QUANTIZE_Q]);
     float* scale = static_cast<float*>(c->tensors[XHAL_QUANTIZE_SCALE]->data);
-    const bool e4m3 = c->tensors[XHAL_QUANTIZE_Q]->dtype.code == kDLPackFloat8E4M3FN;
+    const kernels::QuantFormat format = kernels::quant_format(c->tensors[XHAL_QUANTIZE_Q]);
     const bool dynamic = kernels::op_params<xhal_quantize_op_params>(c).dynamic != 0;
     const int64_t N = x.size(-1), rows = x.rows();
     const kernels::QuantGroups groups = kernels::quant_groups(c, N);
@@ -41,7 +41,7 @@ struct Quantize {
       }
       float amax = 0.0f;
       for (float m : partial) amax = kernels::amax_merge(amax, m);
-      scale[0] = kernels::scale_of(amax, e4m3);
+      scale[0] = kernels::scale_of(amax, format);
     }
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
@@ -52,9 +52,9 @@ struct Quantize {
         const int64_t g1 = g0 + width < N ? g0 + width : N;
         float& s = scale[groups.of(r, g0)];
         if (dynamic && groups.granularity != XHAL_QUANT_PER_TENSOR)
-          s = kernels::scale_of(row_amax<E>(in, g0, g1), e4m3);
+          s = kernels::scale_of(row_amax<E>(in, g0, g1), format);
         const float inverse = kernels::inverse_scale(s);
-        for (int64_t i = g0; i < g1; ++i) out[i] = kernels::quantize_value(E::load(in[i]), inverse, e4m3);
+        for (int64_t i = g0; i < g1; ++i) out[i] = kernels::quantize_value(E::load(in[i]), inverse, format);
       }
     }
     return XHAL_OK;
@@ -68,14 +68,14 @@ struct Dequantize {
     const TensorRef<const uint8_t> q(c->tensors[XHAL_DEQUANTIZE_Q]);
     const TensorRef<S> out(c->tensors[XHAL_DEQUANTIZE_OUT]);
     const float* scale = static_cast<const float*>(c->tensors[XHAL_DEQUANTIZE_SCALE]->data);
-    const bool e4m3 = c->tensors[XHAL_DEQUANTIZE_Q]->dtype.code == kDLPackFloat8E4M3FN;
+    const kernels::QuantFormat format = kernels::quant_format(c->tensors[XHAL_DEQUANTIZE_Q]);
     const int64_t N = q.size(-1), rows = q.rows();
     const kernels::QuantGroups groups = kernels::quant_groups(c, N);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const uint8_t* in = q.row(r);
       S* o = out.row(r);
-      for (int64_t i = 0; i < N; ++i) o[i] = E::store(kernels::dequantize_value(in[i], scale[groups.of(r, i)], e4m3));
+      for (int64_t i = 0; i < N; ++i) o[i] = E::store(kernels::dequantize_value(in[i], scale[groups.of(r, i)], format));
     }
     return XHAL_OK;
   }

@@ -17,10 +17,12 @@ __device__ inline float warp_amax(float m) {
   return m;
 }
 
-// The codes of two scaled values (fp8.hpp's: nearest even, saturating): one conversion instruction
-// for both where the GPU has it (sm_89 and later), its NaN codes replaced by fp8.hpp's (the
-// hardware's drop the sign), so that every backend writes the same bytes.
-__device__ inline uint16_t codes_of_pair(float a, float b, bool e4m3) {
+// The codes of two scaled values (kernels/quantize.hpp's): for fp8 one conversion instruction for
+// both where the GPU has it (sm_89 and later), its NaN codes replaced by fp8.hpp's (the hardware's
+// drop the sign), so that every backend writes the same bytes.
+__device__ inline uint16_t codes_of_pair(float a, float b, kernels::QuantFormat format) {
+  if (format == kernels::QuantFormat::i8) return uint16_t(kernels::int8_code(a) | kernels::int8_code(b) << 8);
+  const bool e4m3 = format == kernels::QuantFormat::e4m3;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   uint16_t pair;
   if (e4m3) {
@@ -69,14 +71,14 @@ __global__ void __launch_bounds__(kThreads) tensor_amax_kernel(const typename E:
 template <class E, int VEC>
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const typename E::T* x, RowLayout xl, uint8_t* q, RowLayout ql, float* scale,
-                    kernels::QuantGroups groups, bool dynamic, bool e4m3, const unsigned* tensor_amax,
+                    kernels::QuantGroups groups, bool dynamic, kernels::QuantFormat format, const unsigned* tensor_amax,
                     int group_lanes) {
   const int lane = threadIdx.x % kWarpSize, sub = lane % group_lanes, per_warp = kWarpSize / group_lanes;
   const int64_t width = groups.width(xl.cols), per_row = width > 0 ? (xl.cols + width - 1) / width : 0;
   const int64_t tasks = xl.rows * per_row, step = int64_t(group_lanes) * VEC;
   float tensor_scale = 0.0f;
   if (tensor_amax != nullptr) {
-    tensor_scale = kernels::scale_of(__uint_as_float(*tensor_amax), e4m3);
+    tensor_scale = kernels::scale_of(__uint_as_float(*tensor_amax), format);
     if (blockIdx.x == 0 && threadIdx.x == 0) scale[0] = tensor_scale;
   }
   for (int64_t first = (int64_t(blockIdx.x) * kWarps + threadIdx.x / kWarpSize) * per_warp; first < tasks;
@@ -99,7 +101,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int k = 0; k < VEC; ++k) m = kernels::amax_merge(m, v.get(k));
       }
       for (int d = group_lanes / 2; d > 0; d /= 2) m = kernels::amax_merge(m, warp_shfl_xor(m, d));
-      s = kernels::scale_of(m, e4m3);
+      s = kernels::scale_of(m, format);
       if (sub == 0 && task < tasks) scale[groups.of(r, c0)] = s;
     } else {
       s = task < tasks ? scale[groups.of(r, c0)] : 1.0f;
@@ -112,11 +114,11 @@ __global__ void __launch_bounds__(kThreads)
       Codes<VEC> codes;
       if constexpr (VEC % 2 == 0) {
         for (int k = 0; k < VEC; k += 2) {
-          const uint16_t pair = codes_of_pair(v.get(k) * inverse, v.get(k + 1) * inverse, e4m3);
+          const uint16_t pair = codes_of_pair(v.get(k) * inverse, v.get(k + 1) * inverse, format);
           codes.b[k] = uint8_t(pair), codes.b[k + 1] = uint8_t(pair >> 8);
         }
       } else {
-        for (int k = 0; k < VEC; ++k) codes.b[k] = kernels::quantize_value(v.get(k), inverse, e4m3);
+        for (int k = 0; k < VEC; ++k) codes.b[k] = kernels::quantize_value(v.get(k), inverse, format);
       }
       *reinterpret_cast<Codes<VEC>*>(out + i) = codes;
     }
@@ -128,7 +130,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class E, int VEC>
 __global__ void __launch_bounds__(kThreads)
     dequantize_kernel(const uint8_t* q, RowLayout ql, const float* scale, typename E::T* out, RowLayout ol,
-                      kernels::QuantGroups groups, bool e4m3) {
+                      kernels::QuantGroups groups, kernels::QuantFormat format) {
   for (int64_t r = blockIdx.x; r < ql.rows; r += gridDim.x) {
     const uint8_t* in = q + ql.offset(r);
     typename E::T* o = out + ol.offset(r);
@@ -136,7 +138,7 @@ __global__ void __launch_bounds__(kThreads)
       const Codes<VEC> codes = *reinterpret_cast<const Codes<VEC>*>(in + i);
       const float s = scale[groups.of(r, i)];
       float f[VEC];
-      for (int k = 0; k < VEC; ++k) f[k] = kernels::dequantize_value(codes.b[k], s, e4m3);
+      for (int k = 0; k < VEC; ++k) f[k] = kernels::dequantize_value(codes.b[k], s, format);
       Chunk<E, VEC> v;
       v.set(f);
       v.store(o + i);
@@ -161,7 +163,7 @@ struct Quantize {
     const RowLayout xl = row_layout(x), ql = row_layout(q);
     const kernels::QuantGroups groups = kernels::quant_groups(c, xl.cols);
     const bool dynamic = kernels::op_params<xhal_quantize_op_params>(c).dynamic != 0;
-    const bool e4m3 = q->dtype.code == kDLPackFloat8E4M3FN;
+    const kernels::QuantFormat format = kernels::quant_format(q);
     const bool vectorized = chunks_fit(x, q, xl.cols, groups, kVec);
     const gpuStream_t stream = static_cast<gpuStream_t>(c->stream);
     const T* xd = static_cast<const T*>(x->data);
@@ -189,7 +191,7 @@ struct Quantize {
     const int group_lanes = chunks > 0 && chunks < kWarpSize && (chunks & (chunks - 1)) == 0 ? int(chunks) : kWarpSize;
     auto go = [&](auto kernel) {
       kernel<<<grid_for(xl.rows * per_row, int64_t(kWarps) * (kWarpSize / group_lanes), int64_t(1) << 20), kThreads, 0,
-               stream>>>(xd, xl, static_cast<uint8_t*>(q->data), ql, scale, groups, dynamic, e4m3,
+               stream>>>(xd, xl, static_cast<uint8_t*>(q->data), ql, scale, groups, dynamic, format,
                          static_cast<const unsigned*>(amax), group_lanes);
     };
     if (vectorized) {
@@ -215,7 +217,7 @@ struct Dequantize {
     auto go = [&](auto kernel) {
       kernel<<<grid_for(ql.rows, 1, 4096), kThreads, 0, static_cast<gpuStream_t>(c->stream)>>>(
           static_cast<const uint8_t*>(q->data), ql, static_cast<const float*>(c->tensors[XHAL_DEQUANTIZE_SCALE]->data),
-          static_cast<T*>(out->data), ol, groups, q->dtype.code == kDLPackFloat8E4M3FN);
+          static_cast<T*>(out->data), ol, groups, kernels::quant_format(q));
     };
     if (chunks_fit(out, q, ql.cols, groups, kVec)) {
       go(dequantize_kernel<E, kVec>);

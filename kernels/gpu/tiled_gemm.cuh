@@ -1,8 +1,9 @@
 // A tiled SIMT GEMM for any GPU, without a vendor BLAS: out[M,N] = A[M,K] B[N,K]^T (+ bias[N]),
 // f32 accumulation, each operand given by a row stride and a k stride so that one kernel serves
 // linear (both operands K-contiguous) and its gradients (dout · w reads w along its rows' columns,
-// doutᵀ · x reads dout by column). Operands convert their elements to f32 as they are staged (a
-// float dtype, fp8 codes) and an epilogue writes each sum (the bias, linear_fp8's scales). Each block computes a 128 x 128 tile of out, stepping over K in
+// doutᵀ · x reads dout by column). Operands convert their elements as they are staged, to f32 (a
+// float dtype, fp8 codes) or int32 (int8 codes, summed exactly), their `Value`, and an epilogue
+// writes each sum (the bias, the quantized linears' scales). Each block computes a 128 x 128 tile of out, stepping over K in
 // slices of 16 staged in shared memory as f32 and transposed (k-major), so that a thread's
 // operands for one k are consecutive floats. Each of the 256 threads keeps an 8 x 8 block of sums
 // in registers, at rows m = ty + 16 i and columns n = tx + 16 j: neighbouring threads read
@@ -22,6 +23,7 @@ static_assert(kSide * kSide == kThreads, "one thread per 8 x 8 block of the tile
 // An operand of a float dtype: element (row, k) at data[row * row_stride + k * k_stride].
 template <class E>
 struct Operand {
+  using Value = float;
   const typename E::T* data;
   int64_t row_stride, k_stride;
   __device__ float load(int64_t i) const { return E::load(data[i]); }
@@ -43,14 +45,16 @@ struct BiasEpilogue {
 // s[k][row]; zeros outside it. Threads read along whichever of the two dimensions is contiguous:
 // 8 consecutive k of a row when k is, else 8 consecutive rows at one k.
 template <class A>
-__device__ inline void stage_slice(float (*s)[kTile], const A& a, int64_t rows, int64_t K, int64_t r0, int64_t k0) {
+__device__ inline void stage_slice(typename A::Value (*s)[kTile], const A& a, int64_t rows, int64_t K, int64_t r0,
+                                   int64_t k0) {
+  using V = typename A::Value;
   if (a.k_stride == 1 || a.row_stride != 1) {
     const int r = threadIdx.x / 2, kc = (threadIdx.x % 2) * (kSlice / 2);
     const bool row_ok = r0 + r < rows;
 #pragma unroll
     for (int e = 0; e < kSlice / 2; ++e) {
       const int64_t k = k0 + kc + e;
-      s[kc + e][r] = row_ok && k < K ? a.load((r0 + r) * a.row_stride + k * a.k_stride) : 0.0f;
+      s[kc + e][r] = row_ok && k < K ? a.load((r0 + r) * a.row_stride + k * a.k_stride) : V(0);
     }
   } else {
     const int kk = threadIdx.x / (kTile / 8), rc = (threadIdx.x % (kTile / 8)) * 8;
@@ -58,22 +62,24 @@ __device__ inline void stage_slice(float (*s)[kTile], const A& a, int64_t rows, 
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int64_t r = r0 + rc + e;
-      s[kk][rc + e] = k_ok && r < rows ? a.load(r + (k0 + kk) * a.k_stride) : 0.0f;
+      s[kk][rc + e] = k_ok && r < rows ? a.load(r + (k0 + kk) * a.k_stride) : V(0);
     }
   }
 }
 
 template <class A, class B, class Epilogue>
 __global__ void __launch_bounds__(kThreads) kernel(A a, B b, Epilogue epilogue, int64_t M, int64_t N, int64_t K) {
-  __shared__ float as[kSlice][kTile];
-  __shared__ float bs[kSlice][kTile];
+  using V = typename A::Value;
+  static_assert(sizeof(V) == sizeof(typename B::Value), "both operands stage the same value type");
+  __shared__ V as[kSlice][kTile];
+  __shared__ V bs[kSlice][kTile];
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
   const int64_t m0 = int64_t(blockIdx.y) * kTile, n0 = int64_t(blockIdx.x) * kTile;
-  float acc[kPerThread][kPerThread];
+  V acc[kPerThread][kPerThread];
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i)
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) acc[i][j] = 0.0f;
+    for (int j = 0; j < kPerThread; ++j) acc[i][j] = V(0);
 
   for (int64_t k0 = 0; k0 < K; k0 += kSlice) {
     stage_slice(as, a, M, K, m0, k0);
@@ -81,7 +87,7 @@ __global__ void __launch_bounds__(kThreads) kernel(A a, B b, Epilogue epilogue, 
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < kSlice; ++kk) {
-      float x[kPerThread], y[kPerThread];
+      V x[kPerThread], y[kPerThread];
 #pragma unroll
       for (int i = 0; i < kPerThread; ++i) x[i] = as[kk][ty + kSide * i], y[i] = bs[kk][tx + kSide * i];
 #pragma unroll

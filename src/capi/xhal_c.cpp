@@ -117,6 +117,22 @@ xhal_status xhal_paged_prefill(const DLTensor* q, const DLTensor* k_cache, const
 }
 
 namespace {
+// linear_fp8 and linear_int8 (one slot layout) through `run`.
+using LinearQuantizedFn = void (*)(const xhal::TensorView&, const xhal::TensorView&, const xhal::TensorView&,
+                                   const xhal::TensorView&, const xhal::TensorView*, const xhal::TensorView&,
+                                   const xhal::Stream*);
+xhal_status linear_quantized(xhal::Op op, LinearQuantizedFn run, const DLTensor* x, const DLTensor* x_scale,
+                             const DLTensor* w, const DLTensor* w_scale, const DLTensor* bias, const DLTensor* out,
+                             void* stream) {
+  return guarded([&] {
+    auto o = view(out, op, XHAL_LINEAR_FP8_OUT);
+    auto b = optional_view(bias, op, XHAL_LINEAR_FP8_BIAS);
+    auto s = stream_for(o, stream);
+    run(view(x, op, XHAL_LINEAR_FP8_X), view(x_scale, op, XHAL_LINEAR_FP8_X_SCALE), view(w, op, XHAL_LINEAR_FP8_W),
+        view(w_scale, op, XHAL_LINEAR_FP8_W_SCALE), ptr(b), o, ptr(s));
+  });
+}
+
 // A C granularity code as QuantizeParams; a code outside the enum reaches the front end as is, which
 // refuses it by name.
 xhal::ops::QuantizeParams quantize_params(int32_t granularity, int64_t block, int32_t dynamic) {
@@ -152,15 +168,12 @@ xhal_status xhal_dequantize(const DLTensor* q, const DLTensor* scale, const DLTe
 
 xhal_status xhal_linear_fp8(const DLTensor* x, const DLTensor* x_scale, const DLTensor* w, const DLTensor* w_scale,
                             const DLTensor* bias, const DLTensor* out, void* stream) {
-  return guarded([&] {
-    constexpr xhal::Op op = xhal::Op::linear_fp8;
-    auto o = view(out, op, XHAL_LINEAR_FP8_OUT);
-    auto b = optional_view(bias, op, XHAL_LINEAR_FP8_BIAS);
-    auto s = stream_for(o, stream);
-    xhal::ops::linear_fp8(view(x, op, XHAL_LINEAR_FP8_X), view(x_scale, op, XHAL_LINEAR_FP8_X_SCALE),
-                          view(w, op, XHAL_LINEAR_FP8_W), view(w_scale, op, XHAL_LINEAR_FP8_W_SCALE), ptr(b), o,
-                          ptr(s));
-  });
+  return linear_quantized(xhal::Op::linear_fp8, &xhal::ops::linear_fp8, x, x_scale, w, w_scale, bias, out, stream);
+}
+
+xhal_status xhal_linear_int8(const DLTensor* x, const DLTensor* x_scale, const DLTensor* w, const DLTensor* w_scale,
+                             const DLTensor* bias, const DLTensor* out, void* stream) {
+  return linear_quantized(xhal::Op::linear_int8, &xhal::ops::linear_int8, x, x_scale, w, w_scale, bias, out, stream);
 }
 
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream) {

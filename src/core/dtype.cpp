@@ -18,7 +18,7 @@ struct DTypeInfo {
   bool floating;
 };
 
-constexpr std::array<DTypeInfo, 8> kDTypes{{
+constexpr std::array<DTypeInfo, 9> kDTypes{{
     {DType::f32, "f32", 4, {kDLFloat, 32, 1}, true},
     {DType::f16, "f16", 2, {kDLFloat, 16, 1}, true},
     {DType::bf16, "bf16", 2, {kDLBfloat, 16, 1}, true},
@@ -27,6 +27,7 @@ constexpr std::array<DTypeInfo, 8> kDTypes{{
     {DType::i64, "i64", 8, {kDLInt, 64, 1}, false},
     {DType::f8_e4m3, "f8_e4m3", 1, {kDLPackFloat8E4M3FN, 8, 1}, true},
     {DType::f8_e5m2, "f8_e5m2", 1, {kDLPackFloat8E5M2, 8, 1}, true},
+    {DType::i8, "i8", 1, {kDLInt, 8, 1}, false},
 }};
 
 const DTypeInfo& info(DType d) {
@@ -50,7 +51,7 @@ DType dtype_from_dlpack(DLDataType type) {
   }
   throw Error(Errc::invalid_argument,
               fmt::format("DLPack dtype (code {}, bits {}, lanes {}) is not supported; xhal handles "
-                          "f32, f16, bf16, f64, i32, i64, float8_e4m3fn and float8_e5m2 with lanes 1",
+                          "f32, f16, bf16, f64, i32, i64, i8, float8_e4m3fn and float8_e5m2 with lanes 1",
                           type.code, type.bits, type.lanes));
 }
 

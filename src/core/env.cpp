@@ -55,7 +55,7 @@ constexpr std::array kTable{
             "the call runs instead",
             "an item that names no kernel changes nothing"},
     VarInfo{Var::cpu_disable, "XHAL_CPU_DISABLE", Rule::list, "",
-            "comma-separated instruction sets the CPU kernels must not use: avx512, avx2, avx512_bf16, amx",
+            "comma-separated instruction sets the CPU kernels must not use: avx512, avx2, avx512_bf16, amx, vnni",
             "an unknown item keeps the cpu plugin from loading; xhal-info and every op on the cpu say why"},
     VarInfo{Var::rank,
             "RANK",

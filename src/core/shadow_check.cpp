@@ -148,6 +148,7 @@ struct HostTensor {
       }
       case DType::f8_e4m3: return f8_e4m3_to_float(uint8_t(*p));
       case DType::f8_e5m2: return f8_e5m2_to_float(uint8_t(*p));
+      case DType::i8: return double(int8_t(*p));
     }
     return 0;
   }

@@ -1,5 +1,6 @@
-// Front ends of quantize and dequantize: the float tensor and the fp8 tensor of one shape (rows may
-// be strided, inner dims contiguous), and the scales in the layout the granularity names.
+// Front ends of quantize and dequantize: the float tensor and the code tensor (fp8 or int8) of one
+// shape (rows may be strided, inner dims contiguous), and the scales in the layout the granularity
+// names.
 #include <fmt/format.h>
 
 #include "ops/arg_checks.hpp"
@@ -11,7 +12,7 @@ namespace {
 
 using Granularity = QuantizeParams::Granularity;
 
-// The checked call parameters; `fp8` is the quantized tensor, `wide` the float one.
+// The checked call parameters; `fp8` is the code tensor (fp8 or int8), `wide` the float one.
 xhal_quantize_op_params checked_params(const ArgChecks& check, int wide_slot, const TensorView& wide, int fp8_slot,
                                        const TensorView& fp8, int scale_slot, const TensorView& scale,
                                        const QuantizeParams& p) {
@@ -20,7 +21,7 @@ xhal_quantize_op_params checked_params(const ArgChecks& check, int wide_slot, co
   check.float_dtype(wide_slot, wide);
   check.tensor(fp8_slot, fp8, wide.ndim());
   check.same_shape(fp8_slot, fp8, wide, wide_slot);
-  check.dtype_in(fp8_slot, fp8, {DType::f8_e4m3, DType::f8_e5m2});
+  check.dtype_in(fp8_slot, fp8, {DType::f8_e4m3, DType::f8_e5m2, DType::i8});
   const int rank = wide.ndim();
   const int64_t N = wide.size(-1);
   if (p.granularity != Granularity::per_tensor && p.granularity != Granularity::per_row &&

@@ -1,5 +1,5 @@
 // Conformance of quantize and dequantize against float64: per tensor, per row and per block
-// (a partial last block), dynamic and static scales, e4m3 and e5m2, padded rows, a row of zeros
+// (a partial last block), dynamic and static scales, e4m3, e5m2 and int8, padded rows, a row of zeros
 // (scale 1), values past the format's largest (saturated), a NaN (its group's scale and codes NaN),
 // and dequantize of the codes back.
 #include <fmt/format.h>
@@ -31,7 +31,16 @@ const QuantCase kQuantCases[] = {
     {{5, 77}, 0, Granularity::per_row, 128, DType::f8_e4m3, false},
     {{3, 1000}, 8, Granularity::per_block, 64, DType::f8_e4m3, true},
     {{9}, 0, Granularity::per_block, 4, DType::f8_e4m3, true},
+    {{6, 520}, 0, Granularity::per_row, 128, DType::i8, true},
+    {{33, 100}, 4, Granularity::per_block, 32, DType::i8, false},
+    {{64, 4096}, 0, Granularity::per_tensor, 128, DType::i8, true},
 };
+
+golden::QuantCodes codes_of(DType format) {
+  return format == DType::f8_e4m3   ? golden::QuantCodes::e4m3
+         : format == DType::f8_e5m2 ? golden::QuantCodes::e5m2
+                                    : golden::QuantCodes::i8;
+}
 
 bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
@@ -44,7 +53,6 @@ TEST_P(Conformance, Quantize) {
       for (size_t d = 0; d + 1 < c.shape.size(); ++d) r *= c.shape[d];
       return r;
     }();
-    const bool e4m3 = c.format == DType::f8_e4m3;
     // Values spread over the format's range, a row of zeros, and static scales that push some
     // values past the largest code.
     auto base = random(c.shape, Layout{{}, c.pad});
@@ -69,8 +77,8 @@ TEST_P(Conformance, Quantize) {
     auto q = TestTensor::poisoned(c.shape, c.format, device());
     const ops::QuantizeParams params{c.granularity, c.block, c.dynamic};
     ops::quantize(x, q, scale, params);
-    const golden::Quantized expected =
-        golden::quantize(x.values(), N, group, per_tensor, e4m3, c.dynamic, c.dynamic ? std::vector<double>{} : given);
+    const golden::Quantized expected = golden::quantize(x.values(), N, group, per_tensor, codes_of(c.format), c.dynamic,
+                                                        c.dynamic ? std::vector<double>{} : given);
     const auto got_scale = scale.download("scale");
     for (size_t g = 0; g < got_scale.size(); ++g) {
       ASSERT_TRUE(same(got_scale[g], expected.scales[g]))
@@ -96,14 +104,17 @@ TEST_P(Conformance, Quantize) {
 // dequantize alone: codes spread over the format (both formats, subnormals and the largest
 // included), scales a block of 64 along padded rows of an odd length, and per tensor.
 TEST_P(Conformance, Dequantize) {
-  for (const DType format : {DType::f8_e4m3, DType::f8_e5m2}) {
+  for (const DType format : {DType::f8_e4m3, DType::f8_e5m2, DType::i8}) {
     for (const auto granularity : {Granularity::per_block, Granularity::per_tensor}) {
       SCOPED_TRACE(fmt::format("{} granularity {}", dtype_name(format), int(granularity)));
       const int64_t M = 6, N = 203, blocks = (N + 63) / 64;
-      const double largest = format == DType::f8_e4m3 ? 448.0 : 57344.0;
+      const double largest = format == DType::f8_e4m3 ? 448.0 : format == DType::f8_e5m2 ? 57344.0 : 127.0;
       std::vector<double> codes(size_t(M * N));
       std::uniform_real_distribution<double> exponent(-18.0, std::log2(largest));
-      for (size_t i = 0; i < codes.size(); ++i) codes[i] = (i % 2 ? -1.0 : 1.0) * std::exp2(exponent(rng()));
+      for (size_t i = 0; i < codes.size(); ++i) {
+        codes[i] = (i % 2 ? -1.0 : 1.0) * std::exp2(exponent(rng()));
+        if (format == DType::i8) codes[i] = std::round(codes[i]);
+      }
       codes[0] = largest;
       auto q = TestTensor::of({M, N}, format, device(), codes, Layout{{}, 5});
       const bool per_tensor = granularity == Granularity::per_tensor;
@@ -124,19 +135,24 @@ TEST_P(Conformance, Dequantize) {
   }
 }
 
-// A NaN makes its group's dynamic scale NaN and every code of the group NaN; other groups are untouched.
+// A NaN makes its group's dynamic scale NaN and every code of the group NaN (int8, which has no
+// NaN: 0, and dequantizing gives NaN through the scale); an infinity makes its group's scale
+// infinite. Other groups are untouched.
 TEST_P(Conformance, QuantizeNonFinite) {
-  const int64_t N = 256;
-  auto x = random({4, N}).with({{N + 17, std::nan("")}, {2 * N + 3, INFINITY}});
-  auto scale = TestTensor::of({4, 2}, DType::f32, device(), std::vector<double>(8, -1.0));
-  auto q = TestTensor::poisoned({4, N}, DType::f8_e4m3, device());
-  ops::quantize(x, q, scale, {Granularity::per_block, 128, true});
-  const auto expected = golden::quantize(x.values(), N, 128, false, true, true, {});
-  const auto got_scale = scale.download("scale"), got = q.download("q");
-  EXPECT_TRUE(std::isnan(got_scale[2]));
-  EXPECT_TRUE(std::isinf(got_scale[4]));
-  for (size_t g = 0; g < got_scale.size(); ++g) EXPECT_TRUE(same(got_scale[g], expected.scales[g])) << "scale " << g;
-  for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same(got[i], expected.values[i])) << "element " << i;
+  for (const DType format : {DType::f8_e4m3, DType::i8}) {
+    SCOPED_TRACE(dtype_name(format));
+    const int64_t N = 256;
+    auto x = random({4, N}).with({{N + 17, std::nan("")}, {2 * N + 3, INFINITY}});
+    auto scale = TestTensor::of({4, 2}, DType::f32, device(), std::vector<double>(8, -1.0));
+    auto q = TestTensor::poisoned({4, N}, format, device());
+    ops::quantize(x, q, scale, {Granularity::per_block, 128, true});
+    const auto expected = golden::quantize(x.values(), N, 128, false, codes_of(format), true, {});
+    const auto got_scale = scale.download("scale"), got = q.download("q");
+    EXPECT_TRUE(std::isnan(got_scale[2]));
+    EXPECT_TRUE(std::isinf(got_scale[4]));
+    for (size_t g = 0; g < got_scale.size(); ++g) EXPECT_TRUE(same(got_scale[g], expected.scales[g])) << "scale " << g;
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same(got[i], expected.values[i])) << "element " << i;
+  }
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ void store(std::vector<uint8_t>& raw, DType dtype, int64_t index, double value) 
     }
     case DType::f8_e4m3: *p = float_to_f8_e4m3(float(value)); break;
     case DType::f8_e5m2: *p = float_to_f8_e5m2(float(value)); break;
+    case DType::i8: *p = uint8_t(int8_t(value)); break;
   }
 }
 
@@ -81,11 +82,13 @@ double load(const std::vector<uint8_t>& raw, DType dtype, int64_t index) {
     }
     case DType::f8_e4m3: return f8_e4m3_to_float(*p);
     case DType::f8_e5m2: return f8_e5m2_to_float(*p);
+    case DType::i8: return double(int8_t(*p));
   }
   return 0;
 }
 
-double poison(DType dtype) { return is_floating(dtype) ? std::nan("") : -77777.0; }
+// i8 holds quantized codes, which never reach -128 (they saturate at ±127).
+double poison(DType dtype) { return is_floating(dtype) ? std::nan("") : dtype == DType::i8 ? -128.0 : -77777.0; }
 
 }  // namespace
 

@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 27);
+  const int op = in.ConsumeIntegralInRange<int>(0, 28);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -278,15 +278,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       };
       break;
     }
-    case 27: {  // x and w mostly fp8 codes, scales and out as the palette makes them
+    case 27:
+    case 28: {  // x and w mostly codes (fp8, or int8), scales and out as the palette makes them
       for (int i : {0, 3}) {
         DLTensor& codes = f[size_t(i)].t;
         if (in.ConsumeBool() && codes.dtype.bits >= 8 && codes.dtype.lanes == 1) {
-          codes.dtype = DLDataType{uint8_t(in.ConsumeBool() ? 12 : 10), 8, 1};
+          codes.dtype = op == 28 ? DLDataType{kDLInt, 8, 1} : DLDataType{uint8_t(in.ConsumeBool() ? 12 : 10), 8, 1};
         }
       }
       const DLTensor* bias = in.ConsumeBool() ? t[4] : nullptr;
-      call = [&, bias] { return xhal_linear_fp8(t[0], t[1], t[3], t[6], bias, t[2], nullptr); };
+      call = [&, bias, op] {
+        return op == 27 ? xhal_linear_fp8(t[0], t[1], t[3], t[6], bias, t[2], nullptr)
+                        : xhal_linear_int8(t[0], t[1], t[3], t[6], bias, t[2], nullptr);
+      };
       break;
     }
     case 24: {

@@ -87,22 +87,33 @@ AttentionResult paged_prefill(const std::vector<double>& q, const std::vector<do
                               const std::vector<int64_t>& block_table, const std::vector<int64_t>& seq_lens, int64_t Hq,
                               int64_t Hkv, int64_t D, int64_t Dv, int64_t block_size, const AttentionMask& mask);
 
-// fp8 quantization of x[M,N] in groups: `group` columns a group (N for a whole row), one group for
+// The code formats of quantize: OCP FP8 E4M3 (largest 448), E5M2 (largest 57344), symmetric int8
+// (largest 127).
+enum class QuantCodes { e4m3, e5m2, i8 };
+
+// Quantization of x[M,N] in groups: `group` columns a group (N for a whole row), one group for
 // the whole tensor when `per_tensor`. Dynamic: a group's scale is float(amax / largest) (1 for
 // amax 0; NaN for a group holding one); else `scales` holds them (f32 values). codes: each
-// element's value in the format (e4m3: largest 448, else e5m2: 57344) nearest to the f32 product
-// x * (1 / scale), ties to the even code, saturated at the largest; NaN for NaN.
+// element's value in the format nearest to the f32 product x * (1 / scale), ties to the even
+// code, saturated at the largest; NaN for NaN in fp8, 0 in int8 (which has no NaN).
 struct Quantized {
   std::vector<double> scales, values;
 };
-Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool per_tensor, bool e4m3, bool dynamic,
-                   std::vector<double> scales);
+Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool per_tensor, QuantCodes format,
+                   bool dynamic, std::vector<double> scales);
 
 // linear_fp8 / a scaled GEMM: out[M,N] = (x[M,K] w[N,K]^T) * x_scale * w_scale + bias[N], a scale
 // list of one element for the whole tensor, else one a row (M for x, N for w); bias may be empty.
 std::vector<double> linear_scaled(const std::vector<double>& x, const std::vector<double>& x_scale,
                                   const std::vector<double>& w, const std::vector<double>& w_scale,
                                   const std::vector<double>& bias, int64_t M, int64_t N, int64_t K);
+
+// linear_int8: the exact integer sums of x[M,K] w[N,K]^T (integer codes), then the op's defined f32
+// epilogue fmaf(float(sum), float(x_scale) * float(w_scale), float(bias)) (docs/ops.md), as float
+// values before the output's rounding; scale lists as linear_scaled's.
+std::vector<double> linear_int8(const std::vector<double>& x, const std::vector<double>& x_scale,
+                                const std::vector<double>& w, const std::vector<double>& w_scale,
+                                const std::vector<double>& bias, int64_t M, int64_t N, int64_t K);
 
 // x[M,N], weight[N] -> out[M,N] = x / sqrt(mean(x^2) + eps) * weight, per row.
 std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& weight, double eps);

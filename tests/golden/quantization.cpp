@@ -28,8 +28,8 @@ std::vector<double> fp8_values(bool e4m3) {
   return v;
 }
 
-// The nearest value of the format to y (ties: the even code), saturated at the largest.
-double fp8_nearest(const std::vector<double>& values, double y) {
+// The nearest value of the format to y (ties: the even code), saturated at the largest; NaN for NaN.
+double nearest_code(const std::vector<double>& values, double y) {
   if (std::isnan(y)) return y;
   const double a = std::min(std::fabs(y), values.back());
   size_t best = 0;
@@ -42,10 +42,15 @@ double fp8_nearest(const std::vector<double>& values, double y) {
 
 }  // namespace
 
-Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool per_tensor, bool e4m3, bool dynamic,
-                   std::vector<double> scales) {
+Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool per_tensor, QuantCodes format,
+                   bool dynamic, std::vector<double> scales) {
   require(N > 0 && group > 0 && x.size() % sz(N) == 0, "quantize: x must be [M,N], group >= 1");
-  const std::vector<double> values = fp8_values(e4m3);
+  std::vector<double> values;  // the format's non-negative values in code order
+  if (format == QuantCodes::i8) {
+    for (int v = 0; v <= 127; ++v) values.push_back(v);  // ties to the even index: to the even integer
+  } else {
+    values = fp8_values(format == QuantCodes::e4m3);
+  }
   const int64_t M = int64_t(x.size()) / N, groups = (N + group - 1) / group;
   auto group_of = [&](int64_t r, int64_t c) { return per_tensor ? 0 : r * groups + c / group; };
   if (dynamic) {
@@ -64,7 +69,8 @@ Quantized quantize(const std::vector<double>& x, int64_t N, int64_t group, bool 
       // x times the f32 reciprocal of the scale, in f32 (the kernels' two IEEE operations), then
       // its nearest code: rounding the exact quotient straight to fp8 can differ.
       const float inverse = 1.0f / float(scales[sz(group_of(r, c))]);
-      q.values[sz(r * N + c)] = fp8_nearest(values, double(float(x[sz(r * N + c)]) * inverse));
+      const double y = double(float(x[sz(r * N + c)]) * inverse);
+      q.values[sz(r * N + c)] = std::isnan(y) && format == QuantCodes::i8 ? 0.0 : nearest_code(values, y);
     }
   return q;
 }
@@ -79,6 +85,23 @@ std::vector<double> linear_scaled(const std::vector<double>& x, const std::vecto
     for (int64_t n = 0; n < N; ++n) {
       const double scale = x_scale[x_scale.size() == 1 ? 0 : sz(m)] * w_scale[w_scale.size() == 1 ? 0 : sz(n)];
       out[sz(m * N + n)] = out[sz(m * N + n)] * scale + (bias.empty() ? 0.0 : bias[sz(n)]);
+    }
+  return out;
+}
+
+std::vector<double> linear_int8(const std::vector<double>& x, const std::vector<double>& x_scale,
+                                const std::vector<double>& w, const std::vector<double>& w_scale,
+                                const std::vector<double>& bias, int64_t M, int64_t N, int64_t K) {
+  require(x_scale.size() == 1 || x_scale.size() == sz(M), "linear_int8: x_scale must hold 1 or M scales");
+  require(w_scale.size() == 1 || w_scale.size() == sz(N), "linear_int8: w_scale must hold 1 or N scales");
+  const std::vector<double> sums = linear(x, w, {}, M, N, K);  // integers below 2^53: exact
+  std::vector<double> out(sums.size());
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const float scale =
+          float(x_scale[x_scale.size() == 1 ? 0 : sz(m)]) * float(w_scale[w_scale.size() == 1 ? 0 : sz(n)]);
+      const float b = bias.empty() ? 0.0f : float(bias[sz(n)]);
+      out[sz(m * N + n)] = double(std::fma(float(sums[sz(m * N + n)]), scale, b));
     }
   return out;
 }

@@ -1,7 +1,12 @@
-// Conformance of linear_fp8 against float64: e4m3 and e5m2 operands (each pairing), per-tensor and
-// per-row scales (and the two mixed), with and without a bias, padded rows, odd shapes (which the
-// tensor-core path declines, so the portable one is checked too), K = 0 (out = bias), and NaN
-// codes spreading to the rows and columns they touch.
+// Conformance of linear_fp8 and linear_int8 against float64.
+// linear_fp8: e4m3 and e5m2 operands (each pairing), per-tensor and per-row scales (and the two
+// mixed), with and without a bias, padded rows, odd shapes (which the tensor-core path declines,
+// so the portable one is checked too), K = 0 (out = bias), and NaN codes spreading to the rows and
+// columns they touch.
+// linear_int8, bit for bit: the products are summed exactly and the epilogue is defined in f32
+// (docs/ops.md), so every backend must give the float64 reference's value rounded once to out's
+// dtype; the same kinds of cases, and sums past 2^24 (codes of ±127 over K = 4096), whose
+// conversion to f32 rounds.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -81,6 +86,56 @@ TEST_P(Conformance, LinearFp8NonFinite) {
   EXPECT_TRUE(std::isnan(expected[size_t(2 * N)]) && std::isnan(expected[size_t(4 * N + 3)]) &&
               !std::isnan(expected[size_t(4 * N + 2)]));
   expect_close_nan_for_nan(out.download("out"), expected, dtype(), "out");
+}
+
+struct Int8LinearCase {
+  int64_t M, N, K;
+  bool x_per_row, w_per_row, bias;
+  int64_t pad;  // codes after each row of x and w
+  bool extreme;  // codes of ±127 only
+};
+
+const Int8LinearCase kInt8LinearCases[] = {
+    {64, 128, 256, true, true, true, 0, false},  {33, 48, 96, false, false, false, 16, false},
+    {7, 64, 80, true, false, true, 0, false},    {9, 32, 64, false, true, false, 0, false},
+    {1, 32, 512, true, true, true, 0, false},    {5, 37, 50, true, true, true, 3, false},
+    {130, 144, 48, true, true, false, 0, false}, {4, 16, 0, true, true, true, 0, false},
+    {3, 16, 4096, true, true, true, 0, true},
+};
+
+// Integer codes in [-127, 127]; `extreme`: 127 everywhere but the first `flipped` + r codes of row
+// r, which are -127 (sums of 127 x 127 products near 2^26, where f32 keeps every fourth integer).
+TestTensor int8_codes(int64_t rows, int64_t K, bool extreme, int64_t flipped, Device device, std::mt19937_64& rng,
+                      int64_t pad) {
+  std::uniform_int_distribution<int> code(-127, 127);
+  std::vector<double> v(size_t(rows * K));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < K; ++k) {
+      v[size_t(r * K + k)] = !extreme ? double(code(rng)) : k < flipped + r ? -127.0 : 127.0;
+    }
+  return TestTensor::of({rows, K}, DType::i8, device, v, Layout{{}, pad});
+}
+
+TEST_P(Conformance, LinearInt8) {
+  for (const Int8LinearCase& c : kInt8LinearCases) {
+    SCOPED_TRACE(fmt::format("M {} N {} K {} per-row x {} w {} bias {} pad {} extreme {}", c.M, c.N, c.K, c.x_per_row,
+                             c.w_per_row, c.bias, c.pad, c.extreme));
+    auto x = int8_codes(c.M, c.K, c.extreme, 0, device(), rng(), c.pad);
+    auto w = int8_codes(c.N, c.K, c.extreme, 1, device(), rng(), c.pad);
+    const auto xs = scales(c.M, c.x_per_row, 0.01), ws = scales(c.N, c.w_per_row, 0.003);
+    auto x_scale = scale_tensor(xs, c.x_per_row, device()), w_scale = scale_tensor(ws, c.w_per_row, device());
+    auto bias = random({c.N});
+    auto out = poisoned({c.M, c.N});
+    ASSERT_NO_THROW(ops::linear_int8(x, x_scale, w, w_scale, c.bias ? &bias.view() : nullptr, out));
+    const auto exact = golden::linear_int8(x.values(), xs, w.values(), ws,
+                                           c.bias ? bias.values() : std::vector<double>{}, c.M, c.N, c.K);
+    // The reference's f32 values rounded once to out's dtype, as a tensor of it holds them.
+    const auto expected = TestTensor::of({c.M, c.N}, dtype(), Device::cpu(), exact).values();
+    const auto got = out.download("out");
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i], expected[i]) << "element " << i << " (float64 value " << exact[i] << ")";
+    }
+  }
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
-// linear_fp8 on CUDA through cuBLASLt's fp8 tensor-core matmul (sm_89 and later): the codes as
-// stored, the scales as cuBLASLt's A/B scales (scalars for per-tensor, outer vectors for per-row),
-// f32 accumulation with its periodic promotion (fast accumulation off), the bias in the epilogue.
-// cuBLASLt takes both scales in one mode: a per-tensor scale beside a per-row one is first widened
-// to a vector in scratch memory.
+// linear_fp8 and linear_int8 on CUDA through cuBLASLt.
+// linear_fp8: its fp8 tensor-core matmul (sm_89 and later) with the codes as stored, the scales as
+// cuBLASLt's A/B scales (scalars for per-tensor, outer vectors for per-row), f32 accumulation with
+// its periodic promotion (fast accumulation off), the bias in the epilogue. cuBLASLt takes both
+// scales in one mode: a per-tensor scale beside a per-row one is first widened to a vector in
+// scratch memory.
+// linear_int8: its int8 tensor-core matmul (IMMA) writes the exact int32 sums into scratch memory,
+// then linear_int8_epilogue applies the scales and bias as the tiled kernel does (the same bits).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -10,6 +13,7 @@
 #include "cublaslt_matmul.hpp"
 #include "kernels/gpu/broadcast_scalar.hpp"
 #include "kernels/gpu/kernel_registration.hpp"
+#include "kernels/gpu/linear_int8_epilogue.hpp"
 #include "xhal/fp8.hpp"
 
 namespace xhal::cuda {
@@ -76,14 +80,12 @@ int capability(int device) {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// cuBLASLt's fp8 kernels take 16-byte aligned operands whose rows (K codes, N outputs) are whole
-// 16-byte units, not e5m2 on both sides, and for an f32 output a bf16 bias only (xhal's is f32).
-const char* supports(void*, const xhal_op_call* call) {
+// Both ops' cuBLASLt kernels take 16-byte aligned operands whose rows (K codes, N outputs of
+// `out_bytes`) are whole 16-byte units, and K > 0.
+const char* supports_layout(const xhal_op_call* call, int64_t out_bytes) {
   const DLTensor *x = call->tensors[XHAL_LINEAR_FP8_X], *w = call->tensors[XHAL_LINEAR_FP8_W];
-  const DLTensor *bias = call->tensors[XHAL_LINEAR_FP8_BIAS], *out = call->tensors[XHAL_LINEAR_FP8_OUT];
-  if (capability(call->device) < 89) return "fp8 tensor cores need sm_89 or later";
-  if (fp8_type(x) == CUDA_R_8F_E5M2 && fp8_type(w) == CUDA_R_8F_E5M2) return "e5m2 x e5m2 has no cuBLASLt kernel";
-  const int64_t K = x->shape[1], N = w->shape[0], out_bytes = out->dtype.bits / 8;
+  const DLTensor* out = call->tensors[XHAL_LINEAR_FP8_OUT];
+  const int64_t K = x->shape[1], N = w->shape[0];
   if (K == 0) return "K = 0: out is the bias alone";
   if (K % 16 != 0 || (N * out_bytes) % 16 != 0) return "K and the output rows must be whole 16-byte units";
   for (const DLTensor* t : {x, w, out}) {
@@ -91,6 +93,17 @@ const char* supports(void*, const xhal_op_call* call) {
       return "operands must be 16-byte aligned with rows 16 bytes apart";
     }
   }
+  return nullptr;
+}
+
+// fp8: sm_89 or later, not e5m2 on both sides, and for an f32 output a bf16 bias only (xhal's is
+// f32); the bias, when given, in cuBLASLt's epilogue.
+const char* supports_fp8(void*, const xhal_op_call* call) {
+  const DLTensor *x = call->tensors[XHAL_LINEAR_FP8_X], *w = call->tensors[XHAL_LINEAR_FP8_W];
+  const DLTensor* bias = call->tensors[XHAL_LINEAR_FP8_BIAS];
+  if (capability(call->device) < 89) return "fp8 tensor cores need sm_89 or later";
+  if (fp8_type(x) == CUDA_R_8F_E5M2 && fp8_type(w) == CUDA_R_8F_E5M2) return "e5m2 x e5m2 has no cuBLASLt kernel";
+  if (const char* no = supports_layout(call, call->tensors[XHAL_LINEAR_FP8_OUT]->dtype.bits / 8)) return no;
   if (bias != nullptr) {
     if (call->dtype == XHAL_DTYPE_F32) return "an f32 output takes a bf16 bias only";
     if ((bias->shape[0] > 1 && bias->strides[0] != 1) || !aligned16(bias->data)) return "bias must be contiguous";
@@ -98,12 +111,48 @@ const char* supports(void*, const xhal_op_call* call) {
   return nullptr;
 }
 
+// int8: the int32 sums' rows (N of them, 4 bytes each) are what cuBLASLt writes.
+const char* supports_int8(void*, const xhal_op_call* call) {
+  if (capability(call->device) < 75) return "int8 tensor cores (IMMA) need sm_75 or later";
+  return supports_layout(call, sizeof(int32_t));
+}
+
+// The sums [M, N] int32 in scratch, then the epilogue pass.
+xhal_status run_linear_int8(const xhal_op_call* call, char* msg, size_t len) {
+  const DLTensor *x = call->tensors[XHAL_LINEAR_INT8_X], *w = call->tensors[XHAL_LINEAR_INT8_W];
+  const int64_t M = x->shape[0], K = x->shape[1], N = w->shape[0];
+  if (M == 0 || N == 0) return XHAL_OK;
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(size_t(M), size_t(N), &bytes) || __builtin_mul_overflow(bytes, sizeof(int32_t), &bytes)) {
+    return kernels::kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "linear_int8: the int32 sums' size overflows");
+  }
+  void* sums = nullptr;
+  if (const xhal_status refused =
+          call->host->scratch_alloc(call->host->ctx, call->device, bytes, call->stream, &sums, msg, len);
+      refused != XHAL_OK) {
+    return refused;
+  }
+  Matmul mm;
+  mm.trans_a = CUBLAS_OP_T;
+  mm.m = N, mm.n = M, mm.k = K;
+  mm.a = w->data, mm.lda = blas_leading_dim(w), mm.a_type = CUDA_R_8I;
+  mm.b = x->data, mm.ldb = blas_leading_dim(x), mm.b_type = CUDA_R_8I;
+  mm.d = sums, mm.ldd = N, mm.d_type = CUDA_R_32I;
+  mm.compute = CUBLAS_COMPUTE_32I;
+  xhal_status s = run_matmul(call, mm, msg, len);
+  if (s == XHAL_OK) s = gpu::linear_int8_epilogue(call, static_cast<const int32_t*>(sums), msg, len);
+  call->host->scratch_free(call->host->ctx, call->device, sums);  // stream-ordered: after the epilogue
+  return s;
+}
+
 }  // namespace
 
 XHAL_REGISTER_KERNELS(host) {
   for (xhal_dtype dtype : {XHAL_DTYPE_F32, XHAL_DTYPE_F16, XHAL_DTYPE_BF16}) {
     kernels::register_kernel(host, "cuda.linear_fp8_cublaslt", XHAL_OP_LINEAR_FP8, dtype,
-                             &kernels::guarded<run_linear_fp8>, gpu::accuracy_for(dtype), {10, true, supports});
+                             &kernels::guarded<run_linear_fp8>, gpu::accuracy_for(dtype), {10, true, supports_fp8});
+    kernels::register_kernel(host, "cuda.linear_int8_cublaslt", XHAL_OP_LINEAR_INT8, dtype,
+                             &kernels::guarded<run_linear_int8>, gpu::accuracy_for(dtype), {10, true, supports_int8});
   }
 }
 

@@ -1,5 +1,7 @@
-// Front end of linear_fp8: fp8 codes of x and w, their f32 scales per tensor or per row, and an
-// output (with the bias) in a float dtype, which keys the kernel.
+// Front ends of linear_fp8 and linear_int8: codes of x and w (fp8, or int8), their f32 scales per
+// tensor or per row, and an output (with the bias) in a float dtype, which keys the kernel.
+#include <fmt/format.h>
+
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
 #include "xhal/ops.hpp"
@@ -21,17 +23,22 @@ void check_scale(const ArgChecks& check, int slot, const TensorView& scale, int6
   if (!scale.is_contiguous()) check.fail(slot, "a contiguous tensor", "strided");
 }
 
-}  // namespace
-
-void linear_fp8(const TensorView& x, const TensorView& x_scale, const TensorView& w, const TensorView& w_scale,
-                const TensorView* bias, const TensorView& out, const Stream* stream) {
-  const ArgChecks check(Op::linear_fp8);
+// linear_fp8's and linear_int8's checks and call (their slots are the same): codes of `formats`.
+void linear_quantized(Op op, std::initializer_list<DType> formats, const TensorView& x, const TensorView& x_scale,
+                      const TensorView& w, const TensorView& w_scale, const TensorView* bias, const TensorView& out,
+                      const Stream* stream) {
+  const ArgChecks check(op);
   check.tensor(XHAL_LINEAR_FP8_X, x, 2);
-  check.dtype_in(XHAL_LINEAR_FP8_X, x, {DType::f8_e4m3, DType::f8_e5m2});
+  check.dtype_in(XHAL_LINEAR_FP8_X, x, formats);
   const int64_t M = x.size(0), K = x.size(1);
   check.tensor(XHAL_LINEAR_FP8_W, w, 2);
-  check.dtype_in(XHAL_LINEAR_FP8_W, w, {DType::f8_e4m3, DType::f8_e5m2});
+  check.dtype_in(XHAL_LINEAR_FP8_W, w, formats);
   check.dim(XHAL_LINEAR_FP8_W, w, 1, K, "in features of x");
+  if (op == Op::linear_int8 && K > XHAL_LINEAR_INT8_MAX_K) {
+    check.fail(XHAL_LINEAR_FP8_X,
+               fmt::format("at most {} columns (int32 sums cannot overflow)", XHAL_LINEAR_INT8_MAX_K),
+               fmt::format("{}", K));
+  }
   const int64_t N = w.size(0);
   check_scale(check, XHAL_LINEAR_FP8_X_SCALE, x_scale, M, "rows of x");
   check_scale(check, XHAL_LINEAR_FP8_W_SCALE, w_scale, N, "rows of w (out features)");
@@ -57,7 +64,7 @@ void linear_fp8(const TensorView& x, const TensorView& x_scale, const TensorView
                {XHAL_LINEAR_FP8_W, &w},
                {XHAL_LINEAR_FP8_W_SCALE, &w_scale},
                {XHAL_LINEAR_FP8_BIAS, bias}});
-  OpCall call(Op::linear_fp8, out.dtype(), out.device(), stream);
+  OpCall call(op, out.dtype(), out.device(), stream);
   call.set(XHAL_LINEAR_FP8_X, x);
   call.set(XHAL_LINEAR_FP8_X_SCALE, x_scale);
   call.set(XHAL_LINEAR_FP8_W, w);
@@ -65,6 +72,23 @@ void linear_fp8(const TensorView& x, const TensorView& x_scale, const TensorView
   call.set(XHAL_LINEAR_FP8_BIAS, bias);
   call.set(XHAL_LINEAR_FP8_OUT, out);
   call.run();
+}
+
+static_assert(XHAL_LINEAR_INT8_X == XHAL_LINEAR_FP8_X && XHAL_LINEAR_INT8_X_SCALE == XHAL_LINEAR_FP8_X_SCALE &&
+                  XHAL_LINEAR_INT8_W == XHAL_LINEAR_FP8_W && XHAL_LINEAR_INT8_W_SCALE == XHAL_LINEAR_FP8_W_SCALE &&
+                  XHAL_LINEAR_INT8_BIAS == XHAL_LINEAR_FP8_BIAS && XHAL_LINEAR_INT8_OUT == XHAL_LINEAR_FP8_OUT,
+              "linear_int8 has linear_fp8's slots");
+
+}  // namespace
+
+void linear_fp8(const TensorView& x, const TensorView& x_scale, const TensorView& w, const TensorView& w_scale,
+                const TensorView* bias, const TensorView& out, const Stream* stream) {
+  linear_quantized(Op::linear_fp8, {DType::f8_e4m3, DType::f8_e5m2}, x, x_scale, w, w_scale, bias, out, stream);
+}
+
+void linear_int8(const TensorView& x, const TensorView& x_scale, const TensorView& w, const TensorView& w_scale,
+                 const TensorView* bias, const TensorView& out, const Stream* stream) {
+  linear_quantized(Op::linear_int8, {DType::i8}, x, x_scale, w, w_scale, bias, out, stream);
 }
 
 }  // namespace xhal::ops
