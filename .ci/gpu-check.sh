@@ -3,7 +3,7 @@
 # (the conformance suite on cuda included), compute-sanitizer memcheck on the cuda conformance
 # cases with the caching allocator bypassed, the benchmarks and the PyTorch peer comparison, then
 # print a short table. Logs go to $OUT (or ./gpu-check-out). Usage: .ci/gpu-check.sh [--quick]
-# GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, train, check,
+# GPU_CHECK_STAGES picks stages (comma-separated, default all): ctest, conformance, llama, serve, train, check,
 # trace, memcheck, bench, before_after (with GPU_BEFORE_SRC, an unpacked older source tree:
 # .ci/gpu-before-after.sh), linear, comm, peers, cpu (the CPU backend's SIMD kernels and xhal-bench's
 # read_bound cases, when bench/stage-cpu-deps.sh's .deps/cpu.tar.gz was carried along;
@@ -28,7 +28,7 @@ quick=""
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
-stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,train,check,trace,memcheck,bench,before_after,linear,comm,peers,cpu,cpu_peers},"
+stages=",${GPU_CHECK_STAGES:-ctest,conformance,llama,serve,train,check,trace,memcheck,bench,before_after,linear,comm,peers,cpu,cpu_peers},"
 want() { [[ $stages == *",$1,"* ]]; }
 # The Hopper kernels; disabled, the same calls take the portable mma.sync kernels.
 wgmma="cuda.flash_attention_wgmma,cuda.flash_attention_varlen_wgmma,cuda.attention_backward_wgmma,cuda.paged_prefill_wgmma"
@@ -52,6 +52,13 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2'; then
     export LD_LIBRARY_PATH
   fi
 fi
+# nlohmann/json.hpp for examples/serve's config and safetensors reader: Debian's where present, else
+# a copy another package ships (the image has no apt package of it).
+json_include=""
+if ! [ -f /usr/include/nlohmann/json.hpp ]; then
+  json=$(find / \( -path /proc -o -path /sys \) -prune -o -path '*/nlohmann/json.hpp' -print 2>/dev/null | head -n 1)
+  [ -n "$json" ] && json_include=$(dirname "$(dirname "$json")")
+fi
 # nccl.h and the library for xhal-comm-bench's raw NCCL comparison.
 nccl_header=$(find / \( -path /proc -o -path /sys \) -prune -o -name nccl.h -print 2>/dev/null | head -n 1)
 nccl_root=${nccl_header:+$(dirname "$(dirname "$nccl_header")")}
@@ -61,7 +68,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 build="build-gpu"
 if ! [[ $stages =~ ^,(cpu,|cpu_peers,)+$ ]]; then
   start=$(date +%s)
-  export XHAL_GPU_CMAKE_ARGS="-DXHAL_WITH_CUDA=ON -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root}"
+  export XHAL_GPU_CMAKE_ARGS="-DXHAL_WITH_CUDA=ON -DXHAL_CUDA_ARCHITECTURES=90a ${dlpack:+-DDLPACK_INCLUDE_DIR=$dlpack} ${nccl_root:+-DNCCL_ROOT=$nccl_root} ${json_include:+-DXHAL_JSON_INCLUDE=$json_include}"
   # shellcheck disable=SC2086
   if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $XHAL_GPU_CMAKE_ARGS >"$out/configure.log" 2>&1 &&
      cmake --build "$build" -j"$(nproc)" ${GPU_BUILD_TARGETS:+--target $GPU_BUILD_TARGETS} >"$out/build.log" 2>&1; then
@@ -113,6 +120,19 @@ fi
 if want llama; then
   "$build/bin/llama_block" >"$out/llama_block.txt" 2>&1
   note "llama_block on cuda: exit $? $(grep -E '^vs cpu' "$out/llama_block.txt")"
+fi
+
+if want serve; then
+  # examples/serve: a ~1 B model (Llama 3.2 1B's shapes, random bf16 weights) serving 64 requests of
+  # 128-1024 prompt tokens and 128 new ones with chunks of 512; then the greedy check against the
+  # step-by-step reference on a small f32 model.
+  "$build/bin/serve" --preset 1b --dtype bf16 --requests 64 --prompt-min 128 --prompt-max 1024 --max-new 128 \
+    --chunk 512 --max-running 64 >"$out/serve_1b.txt" 2>&1
+  note "serve 1b on cuda: exit $?"
+  grep -E "^(serve|requests|prefill|decode|step)" "$out/serve_1b.txt"
+  "$build/bin/serve" --dtype f32 --requests 20 --prompt-min 1 --prompt-max 200 --max-new 20 --chunk 64 \
+    --max-running 8 --check >"$out/serve_check.txt" 2>&1
+  note "serve --check on cuda: exit $?, $(grep -E '^check' "$out/serve_check.txt")"
 fi
 
 if want train; then

@@ -3,9 +3,9 @@
 // bias gradient reduced from B over k), f32 accumulation (int32 for int8 operands), the call's
 // dtype for every matrix unless A's, B's or D's is given (fp8, int8 in, int32 out), and optional
 // f32 scales of A and B (a scalar each, or an outer vector of m and n elements multiplying D's rows
-// and columns). The
-// handle per device, the heuristic's choice per problem (cached) and the workspace (the call's
-// scratch allocator) are handled here, for linear and linear_backward alike.
+// and columns). The handle per device, the descriptors and the heuristic's choice per problem (built
+// once per thread) and the workspace (the call's scratch allocator) are handled here, for every
+// op that multiplies through cuBLASLt.
 #pragma once
 
 #include <cublasLt.h>
