@@ -153,6 +153,30 @@ TEST(ModelConfig, Llama31AndQwen2) {
   EXPECT_EQ(qwen.rope_scaling.type, xhal::ops::RopeScaling::Type::none);
 }
 
+// model_config_json writes what parse_model_config reads back, rope scaling included.
+TEST(ModelConfig, WritesWhatItReads) {
+  examples::ModelConfig c;
+  c.model_type = "llama", c.hidden = 2048, c.intermediate = 8192, c.layers = 16, c.heads = 32, c.kv_heads = 8;
+  c.head_dim = 64, c.vocab = 128256, c.max_position = 131072, c.rms_norm_eps = 1e-5, c.rope_theta = 500000.0;
+  c.rope_scaling = {xhal::ops::RopeScaling::Type::llama3, 32.0, 8192, 1.0, 4.0};
+  c.tie_word_embeddings = true;
+  const examples::ModelConfig back = examples::parse_model_config(examples::model_config_json(c));
+  EXPECT_EQ(back.hidden, c.hidden);
+  EXPECT_EQ(back.intermediate, c.intermediate);
+  EXPECT_EQ(back.layers, c.layers);
+  EXPECT_EQ(back.heads, c.heads);
+  EXPECT_EQ(back.kv_heads, c.kv_heads);
+  EXPECT_EQ(back.head_dim, c.head_dim);
+  EXPECT_EQ(back.vocab, c.vocab);
+  EXPECT_EQ(back.rope_theta, c.rope_theta);
+  EXPECT_TRUE(back.tie_word_embeddings);
+  EXPECT_FALSE(back.attention_bias);
+  EXPECT_EQ(back.rope_scaling.type, xhal::ops::RopeScaling::Type::llama3);
+  EXPECT_EQ(back.rope_scaling.factor, 32.0);
+  EXPECT_EQ(back.rope_scaling.original_max_position, 8192);
+  EXPECT_EQ(back.rope_scaling.high_freq_factor, 4.0);
+}
+
 TEST(ModelConfig, RefusesWhatItCannotRun) {
   const std::string base = R"("hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "vocab_size": 100)";
   const std::pair<std::string, std::string> cases[] = {

@@ -113,4 +113,34 @@ ModelConfig load_model_config(const std::string& path) {
   }
 }
 
+std::string model_config_json(const ModelConfig& c) {
+  nlohmann::json j = {{"model_type", c.model_type},
+                      {"hidden_size", c.hidden},
+                      {"intermediate_size", c.intermediate},
+                      {"num_hidden_layers", c.layers},
+                      {"num_attention_heads", c.heads},
+                      {"num_key_value_heads", c.kv_heads},
+                      {"head_dim", c.head_dim},
+                      {"vocab_size", c.vocab},
+                      {"max_position_embeddings", c.max_position},
+                      {"rms_norm_eps", c.rms_norm_eps},
+                      {"rope_theta", c.rope_theta},
+                      {"tie_word_embeddings", c.tie_word_embeddings},
+                      {"attention_bias", c.attention_bias}};
+  using Type = xhal::ops::RopeScaling::Type;
+  const xhal::ops::RopeScaling& r = c.rope_scaling;
+  if (r.type != Type::none) {
+    nlohmann::json s = {{"rope_type", r.type == Type::linear ? "linear" : r.type == Type::llama3 ? "llama3" : "yarn"},
+                        {"factor", r.factor}};
+    if (r.type != Type::linear) s["original_max_position_embeddings"] = r.original_max_position;
+    if (r.type == Type::llama3) s["low_freq_factor"] = r.low_freq_factor, s["high_freq_factor"] = r.high_freq_factor;
+    if (r.type == Type::yarn) {
+      s["beta_fast"] = r.beta_fast, s["beta_slow"] = r.beta_slow;
+      if (r.attention_factor != 0) s["attention_factor"] = r.attention_factor;
+    }
+    j["rope_scaling"] = s;
+  }
+  return j.dump(2);
+}
+
 }  // namespace examples

@@ -24,5 +24,7 @@ struct ModelConfig {
 ModelConfig parse_model_config(const std::string& json_text);
 // Reads and parses a config.json file; errors name the file.
 ModelConfig load_model_config(const std::string& path);
+// The config as config.json text with the Hugging Face names parse_model_config reads.
+std::string model_config_json(const ModelConfig& c);
 
 }  // namespace examples

@@ -50,6 +50,7 @@ struct Engine::State {
   std::map<int64_t, std::vector<int32_t>> done;
   Tensor logits;
   bool has_logits = false;
+  std::vector<std::pair<int64_t, int64_t>> sampled;  // (request id, tokens generated before) per row
 
   int64_t qkv_width() const { return (c.heads + 2 * c.kv_heads) * c.head_dim; }
 
@@ -245,6 +246,8 @@ StepStats Engine::step() {
   }
   s.logits = s.forward(chunks, rows);
   s.has_logits = !rows.empty();
+  s.sampled.clear();
+  for (const Sequence* seq : sampling) s.sampled.push_back({seq->request.id, seq->generated()});
   for (const Chunk& ch : chunks) ch.seq->cached = ch.start + ch.count;
   stats.requests = int64_t(chunks.size());
   if (!rows.empty()) {
@@ -282,6 +285,8 @@ const std::map<int64_t, std::vector<int32_t>>& Engine::finished() const { return
 std::vector<float> Engine::last_logits() const {
   return s_->has_logits ? examples::download(s_->logits) : std::vector<float>{};
 }
+
+std::vector<std::pair<int64_t, int64_t>> Engine::last_sampled() const { return s_->sampled; }
 
 double forward_flops(const examples::ModelConfig& c, int64_t tokens, double attended_keys, int64_t sampled) {
   const double H = double(c.hidden), I = double(c.intermediate), A = double(c.heads * c.head_dim);

@@ -62,6 +62,9 @@ class Engine {
   // The logits the last step sampled from ([requests sampled, vocab], f32 on the host), for
   // comparisons with another implementation.
   std::vector<float> last_logits() const;
+  // The requests the last step sampled for, in the order of last_logits' rows, and how many tokens
+  // each had generated before it (0: the row is its prompt's last, its first token's logits).
+  std::vector<std::pair<int64_t, int64_t>> last_sampled() const;
 
  private:
   struct State;

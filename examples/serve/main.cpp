@@ -2,10 +2,13 @@
 // N requests with prompts of random lengths join a continuously batched engine (engine.hpp); it
 // prints prefill and decode tokens/s, per-step latency percentiles and the prefill's FLOP rate as a
 // fraction of the device's measured GEMM rate (MFU). --check runs the same requests again one at a
-// time, a token a step (the step-by-step reference), and requires the same greedy tokens.
+// time, a token a step (the step-by-step reference), and requires the same greedy tokens. --save
+// writes the model (config.json, model.safetensors) and the run (requests.json, first_logits.f32)
+// for bench/peers/serve_torch.py.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -20,7 +23,7 @@ using xhal::Device;
 using xhal::DType;
 
 struct Options {
-  std::string preset = "tiny", config_path, weights_path, save_weights_path;
+  std::string preset = "tiny", config_path, weights_path, save_dir;
   DType dtype = DType::bf16;
   int64_t requests = 8, prompt_min = 16, prompt_max = 64, max_new = 16;
   bool top_p = false, check = false;
@@ -66,8 +69,8 @@ Options parse(int argc, char** argv) {
       o.config_path = value;
     else if (flag == "--weights")
       o.weights_path = value;
-    else if (flag == "--save-weights")
-      o.save_weights_path = value;
+    else if (flag == "--save")
+      o.save_dir = value;
     else if (flag == "--requests")
       o.requests = std::stoll(value);
     else if (flag == "--prompt-min")
@@ -145,17 +148,33 @@ double gemm_rate(Device device, DType dtype) {
 
 struct RunSummary {
   std::map<int64_t, std::vector<int32_t>> tokens;
+  std::map<int64_t, std::vector<float>> first_logits;  // each request's first token's logits, when kept
   std::vector<serve::StepStats> steps;
   double seconds = 0;
 };
 
+// Serves every request; keep_logits: each request's first token's logits too (downloaded as they
+// come, which the step times then include).
 RunSummary serve_all(const examples::ModelConfig& c, serve::Weights weights, const Options& o,
-                     const serve::EngineOptions& eo, Device device, const std::vector<serve::Request>& requests) {
+                     const serve::EngineOptions& eo, Device device, const std::vector<serve::Request>& requests,
+                     bool keep_logits) {
   serve::Engine engine(c, std::move(weights), o.dtype, eo, device);
   for (const serve::Request& r : requests) engine.add(r);
   RunSummary run;
   const auto t0 = std::chrono::steady_clock::now();
-  while (!engine.idle()) run.steps.push_back(engine.step());
+  while (!engine.idle()) {
+    run.steps.push_back(engine.step());
+    if (!keep_logits) continue;
+    const auto sampled = engine.last_sampled();
+    const bool any_first = std::any_of(sampled.begin(), sampled.end(), [](const auto& s) { return s.second == 0; });
+    if (!any_first) continue;
+    const std::vector<float> logits = engine.last_logits();
+    for (size_t i = 0; i < sampled.size(); ++i) {
+      if (sampled[i].second != 0) continue;
+      const auto row = logits.begin() + std::ptrdiff_t(i * size_t(c.vocab));
+      run.first_logits[sampled[i].first].assign(row, row + std::ptrdiff_t(c.vocab));
+    }
+  }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   run.tokens = engine.finished();
   return run;
@@ -190,10 +209,49 @@ void report(const examples::ModelConfig& c, const RunSummary& run, const std::ve
       prefill_flops / prefill_s / rate, std::string(xhal::dtype_name(dtype)).c_str(), rate / 1e12);
   std::printf("decode: %.0f tokens/s over the decode-only steps (%.3f s)\n",
               double(decode_only_tokens) / std::max(decode_s, 1e-12), decode_s);
+  // The decode-only steps with the most requests (every request of the run, where all fit at once):
+  // the rate a static batch of them would be compared at.
+  int64_t widest = 0, full_tokens = 0;
+  double full_s = 0;
+  for (const serve::StepStats& s : run.steps) {
+    if (s.prefill_tokens == 0) widest = std::max(widest, s.decode_tokens);
+  }
+  for (const serve::StepStats& s : run.steps) {
+    if (s.prefill_tokens == 0 && s.decode_tokens == widest) full_tokens += s.decode_tokens, full_s += s.seconds;
+  }
+  std::printf("decode, full steps (%lld requests a step): %.0f tokens/s, %.3f ms a step\n", (long long)widest,
+              double(full_tokens) / std::max(full_s, 1e-12),
+              full_s / std::max<double>(double(full_tokens / std::max<int64_t>(widest, 1)), 1) * 1e3);
   std::printf("step latency ms: all p50 %.3f p90 %.3f p99 %.3f; decode-only p50 %.3f p90 %.3f p99 %.3f\n",
               percentile(all, 0.5) * 1e3, percentile(all, 0.9) * 1e3, percentile(all, 0.99) * 1e3,
               percentile(decode_only, 0.5) * 1e3, percentile(decode_only, 0.9) * 1e3,
               percentile(decode_only, 0.99) * 1e3);
+}
+
+// The run for another implementation to repeat and compare with (bench/peers/serve_torch.py):
+// requests.json (each request's prompt, max_new_tokens and generated tokens, by id) and
+// first_logits.f32 (each request's first token's logits, [requests, vocab] float32 in id order).
+void save_run(const std::string& dir, const std::vector<serve::Request>& requests, const RunSummary& run,
+              int64_t vocab) {
+  std::ofstream json(dir + "/requests.json");
+  auto list = [](const std::vector<int32_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  json << "[\n";
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const serve::Request& r = requests[i];
+    json << "  {\"id\": " << r.id << ", \"max_new_tokens\": " << r.max_new_tokens << ", \"prompt\": " << list(r.prompt)
+         << ", \"generated\": " << list(run.tokens.at(r.id)) << "}" << (i + 1 < requests.size() ? ",\n" : "\n");
+  }
+  json << "]\n";
+  std::ofstream logits(dir + "/first_logits.f32", std::ios::binary);
+  for (const serve::Request& r : requests) {
+    const std::vector<float>& row = run.first_logits.at(r.id);
+    logits.write(reinterpret_cast<const char*>(row.data()), std::streamsize(vocab * int64_t(sizeof(float))));
+  }
+  if (!json || !logits) throw std::runtime_error("serve: cannot write the run to " + dir);
 }
 
 int run(int argc, char** argv) {
@@ -210,14 +268,18 @@ int run(int argc, char** argv) {
                                   : serve::load_weights(o.weights_path, c, o.dtype, d);
   };
   serve::Weights weights = load(device);
-  if (!o.save_weights_path.empty()) serve::save_weights(o.save_weights_path, c, weights);
+  if (!o.save_dir.empty()) {
+    serve::save_weights(o.save_dir + "/model.safetensors", c, weights);
+    std::ofstream(o.save_dir + "/config.json") << examples::model_config_json(c) << "\n";
+  }
   const std::vector<serve::Request> requests = make_requests(o, c.vocab);
   serve::EngineOptions eo = o.engine;
   eo.max_context = o.prompt_max + o.max_new;
   eo.num_blocks =
       std::min<int64_t>(o.requests, eo.max_running) * ((eo.max_context + eo.block_size - 1) / eo.block_size);
-  const RunSummary batched = serve_all(c, weights, o, eo, device, requests);
+  const RunSummary batched = serve_all(c, weights, o, eo, device, requests, !o.save_dir.empty());
   report(c, batched, requests, device, o.dtype);
+  if (!o.save_dir.empty()) save_run(o.save_dir, requests, batched, c.vocab);
   uint64_t digest = 1469598103934665603ull;  // FNV-1a over every request's tokens, in id order
   for (const auto& [id, tokens] : batched.tokens) {
     for (int32_t t : tokens) digest = (digest ^ uint64_t(uint32_t(t))) * 1099511628211ull;
@@ -227,7 +289,7 @@ int run(int argc, char** argv) {
   // The step-by-step reference: one request at a time, one token a step.
   serve::EngineOptions one = eo;
   one.max_running = 1, one.max_step_tokens = 1;
-  const RunSummary reference = serve_all(c, weights, o, one, device, requests);
+  const RunSummary reference = serve_all(c, weights, o, one, device, requests, false);
   int64_t differ = 0;
   for (const auto& [id, tokens] : reference.tokens) {
     if (batched.tokens.at(id) != tokens) {
@@ -251,7 +313,7 @@ int main(int argc, char** argv) {
   } catch (const std::logic_error& e) {  // bad flags and requests
     std::fprintf(stderr,
                  "serve: %s\nusage: serve [--preset tiny|1b | --config config.json] [--weights file.safetensors] "
-                 "[--save-weights file] [--dtype f32|f16|bf16] [--requests N] [--prompt-min N] [--prompt-max N] "
+                 "[--save dir] [--dtype f32|f16|bf16] [--requests N] [--prompt-min N] [--prompt-max N] "
                  "[--max-new N] [--chunk N] [--max-running N] [--block-size N] [--top-p] [--seed N] [--check]\n",
                  e.what());
     return 1;
