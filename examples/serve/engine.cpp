@@ -94,6 +94,20 @@ struct Engine::State {
     return slice(qkv, first_head * c.head_dim, {T, count, c.head_dim}, {qkv_width(), c.head_dim, 1});
   }
 
+  // out = x w^T (+ bias): linear, or with fp8_linear x quantized a scale a row and linear_fp8.
+  void project(const Tensor& x, const Tensor& w_full, const Fp8Matrix& w8, const TensorView* bias,
+               const TensorView& out) const {
+    if (!o.fp8_linear) {
+      ops::linear(x, w_full, bias, out);
+      return;
+    }
+    const int64_t rows = x.size(0), K = x.size(1);
+    const Tensor codes = Tensor::empty({rows, K}, DType::f8_e4m3, dev),
+                 scale = Tensor::empty({rows, 1}, DType::f32, dev);
+    ops::quantize(x, codes, scale, {ops::QuantizeParams::Granularity::per_row});
+    ops::linear_fp8(codes, scale, w8.codes, w8.scale, bias, out);
+  }
+
   // Attention of a layer's T query rows: the first `decodes` (one token a sequence) through
   // paged_attention, the rest (prompt chunks) through paged_prefill.
   void attention(const TensorView& q, int64_t l, int64_t T, int64_t decodes, int64_t max_blocks, int64_t max_q,
@@ -165,17 +179,17 @@ struct Engine::State {
         ops::fused_add_rms_norm(delta, x, L.attn_norm, float(c.rms_norm_eps), h);
       }
       const TensorView bias = L.b_qkv;
-      ops::linear(h, L.w_qkv, c.attention_bias ? &bias : nullptr, qkv);
+      project(h, L.w_qkv, L.qkv8, c.attention_bias ? &bias : nullptr, qkv);
       const TensorView q = heads(qkv, T, 0, c.heads), k = heads(qkv, T, c.heads, c.kv_heads);
       const TensorView v = heads(qkv, T, c.heads + c.kv_heads, c.kv_heads);
       ops::rope(q, k, pos_t, rope, xhal::RopeStyle::neox);
       ops::kv_cache_write(k, v, slots_t, k_cache[size_t(l)], v_cache[size_t(l)]);
       attention(q, l, T, decodes, max_blocks, max_q, cu_t, table_t, lens_t, attn);
-      ops::linear(attn, L.w_o, nullptr, delta);
+      project(attn, L.w_o, L.o8, nullptr, delta);
       ops::fused_add_rms_norm(delta, x, L.mlp_norm, float(c.rms_norm_eps), h);
-      ops::linear(h, L.w_gate_up, nullptr, gu);
+      project(h, L.w_gate_up, L.gate_up8, nullptr, gu);
       ops::swiglu_packed(gu, act);
-      ops::linear(act, L.w_down, nullptr, delta);
+      project(act, L.w_down, L.down8, nullptr, delta);
     }
     if (S == 0) return Tensor();
     ops::fused_add_rms_norm(delta, x, w.final_norm, float(c.rms_norm_eps), h);
@@ -192,6 +206,7 @@ Engine::Engine(const examples::ModelConfig& config, Weights weights, DType dtype
     : s_(std::make_unique<State>()) {
   State& s = *s_;
   s.c = config, s.w = std::move(weights), s.dtype = dtype, s.o = options, s.dev = device;
+  if (options.fp8_linear && !s.w.fp8) quantize_to_fp8(s.w);
   s.rope = ops::rope_cache(options.max_context, config.head_dim, config.rope_theta, config.rope_scaling, device);
   for (int64_t l = 0; l < config.layers; ++l) {
     const std::vector<int64_t> shape{options.num_blocks, options.block_size, config.kv_heads, config.head_dim};

@@ -36,6 +36,9 @@ struct EngineOptions {
   int64_t max_running = 64;  // requests in a step at most
   int64_t max_step_tokens = 512;  // decode tokens plus prefill chunks in a step at most
   int64_t max_context = 4096;  // prompt plus new tokens of a request at most (the RoPE table's length)
+  // The layers' matrices through linear_fp8 (weights' codes from quantize_to_fp8, activations
+  // quantized to e4m3 a scale a token before each one).
+  bool fp8_linear = false;
 };
 
 struct StepStats {

@@ -162,6 +162,20 @@ Weights load_weights(const std::string& path, const examples::ModelConfig& c, DT
   return w;
 }
 
+void quantize_to_fp8(Weights& w) {
+  auto codes_of = [](const Tensor& m) {
+    Fp8Matrix q{Tensor::empty({m.size(0), m.size(1)}, DType::f8_e4m3, m.device()),
+                Tensor::empty({m.size(0), 1}, DType::f32, m.device())};
+    xhal::ops::quantize(m, q.codes, q.scale, {xhal::ops::QuantizeParams::Granularity::per_row});
+    return q;
+  };
+  for (LayerWeights& L : w.layers) {
+    L.qkv8 = codes_of(L.w_qkv), L.o8 = codes_of(L.w_o);
+    L.gate_up8 = codes_of(L.w_gate_up), L.down8 = codes_of(L.w_down);
+  }
+  w.fp8 = true;
+}
+
 void save_weights(const std::string& path, const examples::ModelConfig& c, const Weights& w) {
   const Shapes s(c);
   std::vector<examples::SafeTensorToWrite> out;
