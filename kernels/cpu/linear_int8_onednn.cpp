@@ -52,8 +52,8 @@ struct LinearInt8Onednn {
         const int64_t mb = std::min(rows, M - m0);
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-        const dnnl::memory::desc src = desc_of(mb, K, {x->strides[0], 1}, dt::s8);
-        const dnnl::memory::desc weights = desc_of(K, N, {1, w->strides[0]}, dt::s8);
+        const dnnl::memory::desc src = desc_of(mb, K, {kernels::blas_leading_dim(x), 1}, dt::s8);
+        const dnnl::memory::desc weights = desc_of(K, N, {1, kernels::blas_leading_dim(w)}, dt::s8);
         const dnnl::memory::desc dst = desc_of(mb, N, {N, 1}, dt::s32);
         const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, dst), attr, engine);
         Scratch pad(c, int64_t(pd.scratchpad_desc().get_size()) + 1);
