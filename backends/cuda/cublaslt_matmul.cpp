@@ -99,12 +99,13 @@ xhal_status build_plan(cublasLtHandle_t handle, const Matmul& mm, cudaDataType_t
   }
   if (s == XHAL_OK && mm.a_scale != nullptr) {
     s = set(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, mm.a_scale, "A_SCALE_POINTER", msg, len);
-    if (s == XHAL_OK)
+    // The mode only where it is not the default scalar one (older cuBLASLt has no such attribute).
+    if (s == XHAL_OK && mm.a_scale_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
       s = set(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, int32_t(mm.a_scale_mode), "A_SCALE_MODE", msg, len);
   }
   if (s == XHAL_OK && mm.b_scale != nullptr) {
     s = set(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, mm.b_scale, "B_SCALE_POINTER", msg, len);
-    if (s == XHAL_OK)
+    if (s == XHAL_OK && mm.b_scale_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
       s = set(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, int32_t(mm.b_scale_mode), "B_SCALE_MODE", msg, len);
   }
   // Stored shapes: op N keeps [rows, cols] = [m, k] for A and [k, n] for B; op T swaps them.

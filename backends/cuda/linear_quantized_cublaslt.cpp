@@ -89,6 +89,7 @@ const char* supports_layout(const xhal_op_call* call, int64_t out_bytes) {
   if (K == 0) return "K = 0: out is the bias alone";
   if (K % 16 != 0 || (N * out_bytes) % 16 != 0) return "K and the output rows must be whole 16-byte units";
   for (const DLTensor* t : {x, w, out}) {
+    if (!blas_rows_apart(t)) return "rows overlap or run backwards";
     if (!aligned16(t->data) || (t->shape[0] > 1 && (t->strides[0] * (t->dtype.bits / 8)) % 16 != 0)) {
       return "operands must be 16-byte aligned with rows 16 bytes apart";
     }
@@ -101,7 +102,12 @@ const char* supports_layout(const xhal_op_call* call, int64_t out_bytes) {
 const char* supports_fp8(void*, const xhal_op_call* call) {
   const DLTensor *x = call->tensors[XHAL_LINEAR_FP8_X], *w = call->tensors[XHAL_LINEAR_FP8_W];
   const DLTensor* bias = call->tensors[XHAL_LINEAR_FP8_BIAS];
-  if (capability(call->device) < 89) return "fp8 tensor cores need sm_89 or later";
+  const int cc = capability(call->device);
+  if (cc < 89) return "fp8 tensor cores need sm_89 or later";
+  // Per-row scales are cuBLASLt's outer-vector mode, which it runs on Hopper from cuBLAS 12.9 on.
+  const bool per_row =
+      call->tensors[XHAL_LINEAR_FP8_X_SCALE]->ndim == 2 || call->tensors[XHAL_LINEAR_FP8_W_SCALE]->ndim == 2;
+  if (per_row && (cc / 10 != 9 || cublasLtGetVersion() < 120900)) return "per-row scales need cuBLASLt 12.9+ on sm_90";
   if (fp8_type(x) == CUDA_R_8F_E5M2 && fp8_type(w) == CUDA_R_8F_E5M2) return "e5m2 x e5m2 has no cuBLASLt kernel";
   if (const char* no = supports_layout(call, call->tensors[XHAL_LINEAR_FP8_OUT]->dtype.bits / 8)) return no;
   if (bias != nullptr) {

@@ -204,6 +204,7 @@ struct Engine::State {
 Engine::Engine(const examples::ModelConfig& config, Weights weights, DType dtype, const EngineOptions& options,
                xhal::Device device)
     : s_(std::make_unique<State>()) {
+  if (config.layers < 1) throw std::invalid_argument("serve: a model of no layers");
   State& s = *s_;
   s.c = config, s.w = std::move(weights), s.dtype = dtype, s.o = options, s.dev = device;
   if (options.fp8_linear && !s.w.fp8) quantize_to_fp8(s.w);
@@ -219,9 +220,12 @@ Engine::Engine(const examples::ModelConfig& config, Weights weights, DType dtype
 Engine::~Engine() = default;
 
 void Engine::add(const Request& r) {
-  const int64_t length = int64_t(r.prompt.size()) + r.max_new_tokens;
   if (r.prompt.empty() || r.max_new_tokens < 1)
     throw std::invalid_argument("request: an empty prompt or no new tokens");
+  if (r.max_new_tokens > s_->o.max_context) {  // before the sum below, which could overflow
+    throw std::invalid_argument("request " + std::to_string(r.id) + ": max_new_tokens past max_context");
+  }
+  const int64_t length = int64_t(r.prompt.size()) + r.max_new_tokens;
   if (length > s_->o.max_context) {
     throw std::invalid_argument("request " + std::to_string(r.id) + ": " + std::to_string(length) +
                                 " tokens, past max_context " + std::to_string(s_->o.max_context));

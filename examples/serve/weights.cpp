@@ -150,6 +150,13 @@ Weights load_weights(const std::string& path, const examples::ModelConfig& c, DT
                          {layer_name(l, "self_attn.v_proj.bias"), s.KV}},
                         0);
     }
+    for (const char* unused :
+         {"self_attn.o_proj.bias", "mlp.gate_proj.bias", "mlp.up_proj.bias", "mlp.down_proj.bias"}) {
+      if (file.contains(layer_name(l, unused))) {
+        throw std::runtime_error("weights: " + layer_name(l, unused) + " in '" + path +
+                                 "': the engine applies q/k/v biases only");
+      }
+    }
     L.w_o = single(layer_name(l, "self_attn.o_proj.weight"), {s.H, s.A});
     L.mlp_norm = single(layer_name(l, "post_attention_layernorm.weight"), {s.H});
     L.w_gate_up =

@@ -20,7 +20,7 @@ xhal_status converted_gemm(const xhal_op_call* c, const Operands& op, const char
   const int64_t M = op.M(), N = op.N(), K = op.K();
   const int64_t row_tiles = (M + kRowTile - 1) / kRowTile, col_tiles = (N + kColTile - 1) / kColTile;
   const auto tiles = [&](Carver& carver) {
-    return std::pair{carver.take<float>(kRowTile * K), carver.take<float>(kColTile * K)};
+    return std::pair{carver.take<float>(kRowTile, K), carver.take<float>(kColTile, K)};
   };
   Carver size;
   tiles(size);

@@ -13,6 +13,7 @@
 #include "kernels/blas_layout.hpp"
 #include "kernel_registration.hpp"
 #include "linear_quantized_operands.hpp"
+#include "onednn.hpp"
 #include "scratch.hpp"
 
 namespace xhal::cpu {
@@ -20,8 +21,25 @@ namespace {
 
 constexpr int64_t kRowBlock = 1024;
 
+}  // namespace
+
+// oneDNN's own view of the CPU: the ISA it will run must have VNNI (avx2_vnni, avx512_core_vnni and
+// every ISA above the latter include its bits), and XHAL_CPU_DISABLE must not name it.
+bool onednn_runs_vnni() {
+  static const bool vnni = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto has = [&](dnnl::cpu_isa want) {
+      return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want);
+    };
+    return has(dnnl::cpu_isa::avx512_core_vnni) || has(dnnl::cpu_isa::avx2_vnni);
+  }();
+  return vnni && cpu_has_int8_dot();
+}
+
+namespace {
+
 const char* onednn_int8_supports(void*, const xhal_op_call* c) {
-  if (!cpu_has_int8_dot()) return "no VNNI (or XHAL_CPU_DISABLE names it): oneDNN's int8 sums would saturate";
+  if (!onednn_runs_vnni()) return "no VNNI (or XHAL_CPU_DISABLE names it): oneDNN's int8 sums would saturate";
   const DLTensor *x = c->tensors[XHAL_LINEAR_INT8_X], *w = c->tensors[XHAL_LINEAR_INT8_W];
   if (x->shape[1] == 0) return "K = 0: out is the bias alone";
   if (!kernels::blas_rows_apart(x) || !kernels::blas_rows_apart(w)) return "rows overlap";

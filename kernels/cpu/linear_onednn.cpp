@@ -85,7 +85,7 @@ std::string onednn_summary() {
   const std::string version =
       "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   return version + (onednn_runs_amx() ? " (bf16 linear on AMX" : " (bf16 linear: unused, no AMX") +
-         (cpu_has_int8_dot() ? "; int8 linear on VNNI)" : "; int8 linear: unused, no VNNI)");
+         (onednn_runs_vnni() ? "; int8 linear on VNNI)" : "; int8 linear: unused, no VNNI)");
 }
 
 XHAL_REGISTER_KERNELS(host) {

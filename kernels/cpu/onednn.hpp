@@ -9,6 +9,8 @@ namespace xhal::cpu {
 // "oneDNN 2.6.3 (bf16 linear: unused, no AMX; int8 linear on VNNI)", or why there is none.
 #if defined(XHAL_HAVE_ONEDNN)
 std::string onednn_summary();
+// Whether oneDNN's int8 matmul runs VNNI here (and XHAL_CPU_DISABLE leaves it): its sums are exact.
+bool onednn_runs_vnni();
 #else
 inline std::string onednn_summary() { return "oneDNN: none (built without it)"; }
 #endif
