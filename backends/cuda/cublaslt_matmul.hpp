@@ -48,4 +48,17 @@ xhal_status run_matmul(const xhal_op_call* call, const Matmul& mm, char* msg, si
 using kernels::blas_leading_dim;
 using kernels::blas_rows_apart;
 
+// A linear's product in cuBLAS's terms: row-major out[M,N] = x[M,K] w[N,K]^T is column-major
+// out^T[N,M] = (w stored [K,N], op T) x^T, so A is w and B is x; out is written at `out` with
+// rows `ldo` elements apart.
+inline Matmul linear_matmul(const DLTensor* x, const DLTensor* w, void* out, int64_t ldo) {
+  Matmul mm;
+  mm.trans_a = CUBLAS_OP_T;
+  mm.m = w->shape[0], mm.n = x->shape[0], mm.k = x->shape[1];
+  mm.a = w->data, mm.lda = blas_leading_dim(w);
+  mm.b = x->data, mm.ldb = blas_leading_dim(x);
+  mm.d = out, mm.ldd = ldo;
+  return mm;
+}
+
 }  // namespace xhal::cuda

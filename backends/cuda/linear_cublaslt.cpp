@@ -5,18 +5,11 @@
 namespace xhal::cuda {
 namespace {
 
-// Row-major out[M,N] = x[M,K] w[N,K]^T is column-major out^T[N,M] = (w stored [K,N], op T) x^T.
 xhal_status run_linear(const xhal_op_call* call, char* msg, size_t len) {
   const DLTensor *x = call->tensors[XHAL_LINEAR_X], *w = call->tensors[XHAL_LINEAR_W];
   const DLTensor *bias = call->tensors[XHAL_LINEAR_BIAS], *out = call->tensors[XHAL_LINEAR_OUT];
-  const int64_t M = x->shape[0], K = x->shape[1], N = w->shape[0];
-  if (M == 0 || N == 0) return XHAL_OK;
-  Matmul mm;
-  mm.trans_a = CUBLAS_OP_T;
-  mm.m = N, mm.n = M, mm.k = K;
-  mm.a = w->data, mm.lda = blas_leading_dim(w);
-  mm.b = x->data, mm.ldb = blas_leading_dim(x);
-  mm.d = out->data, mm.ldd = blas_leading_dim(out);
+  if (x->shape[0] == 0 || w->shape[0] == 0) return XHAL_OK;
+  Matmul mm = linear_matmul(x, w, out->data, blas_leading_dim(out));
   if (bias != nullptr) mm.epilogue = CUBLASLT_EPILOGUE_BIAS, mm.bias = bias->data;
   return run_matmul(call, mm, msg, len);
 }

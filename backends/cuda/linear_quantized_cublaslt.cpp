@@ -14,6 +14,7 @@
 #include "kernels/gpu/broadcast_scalar.hpp"
 #include "kernels/gpu/kernel_registration.hpp"
 #include "kernels/gpu/linear_int8_epilogue.hpp"
+#include "kernels/gpu/vendor_runtime.hpp"
 #include "xhal/fp8.hpp"
 
 namespace xhal::cuda {
@@ -27,20 +28,15 @@ cublasLtMatmulMatrixScale_t scale_mode(const DLTensor* scale) {
   return scale->ndim == 2 ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
 }
 
-// Row-major out[M,N] = x[M,K] w[N,K]^T is column-major out^T[N,M] = (w stored [K,N], op T) x^T:
-// cuBLASLt's A is w (its scale per row of out^T, w_scale), B is x (x_scale).
+// cuBLASLt's A is w (its scale per row of out^T, w_scale), B is x (x_scale): linear_matmul.
 xhal_status run_linear_fp8(const xhal_op_call* call, char* msg, size_t len) {
   const DLTensor *x = call->tensors[XHAL_LINEAR_FP8_X], *w = call->tensors[XHAL_LINEAR_FP8_W];
   const DLTensor *xs = call->tensors[XHAL_LINEAR_FP8_X_SCALE], *ws = call->tensors[XHAL_LINEAR_FP8_W_SCALE];
   const DLTensor *bias = call->tensors[XHAL_LINEAR_FP8_BIAS], *out = call->tensors[XHAL_LINEAR_FP8_OUT];
-  const int64_t M = x->shape[0], K = x->shape[1], N = w->shape[0];
+  const int64_t M = x->shape[0], N = w->shape[0];
   if (M == 0 || N == 0) return XHAL_OK;
-  Matmul mm;
-  mm.trans_a = CUBLAS_OP_T;
-  mm.m = N, mm.n = M, mm.k = K;
-  mm.a = w->data, mm.lda = blas_leading_dim(w), mm.a_type = fp8_type(w);
-  mm.b = x->data, mm.ldb = blas_leading_dim(x), mm.b_type = fp8_type(x);
-  mm.d = out->data, mm.ldd = blas_leading_dim(out);
+  Matmul mm = linear_matmul(x, w, out->data, blas_leading_dim(out));
+  mm.a_type = fp8_type(w), mm.b_type = fp8_type(x);
   mm.a_scale = ws->data, mm.a_scale_mode = scale_mode(ws);
   mm.b_scale = xs->data, mm.b_scale_mode = scale_mode(xs);
   if (bias != nullptr) mm.epilogue = CUBLASLT_EPILOGUE_BIAS, mm.bias = bias->data;
@@ -68,14 +64,10 @@ xhal_status run_linear_fp8(const xhal_op_call* call, char* msg, size_t len) {
   return s;
 }
 
-// The device's compute capability as major * 10 + minor (0 when it cannot be read).
+// The device's compute capability as major * 10 + minor (0 when it cannot be read), read once.
 int capability(int device) {
-  int major = 0, minor = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    return 0;
-  }
-  return major * 10 + minor;
+  return gpu::device_attribute<cudaDevAttrComputeCapabilityMajor>(device) * 10 +
+         gpu::device_attribute<cudaDevAttrComputeCapabilityMinor>(device);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -107,7 +99,8 @@ const char* supports_fp8(void*, const xhal_op_call* call) {
   // Per-row scales are cuBLASLt's outer-vector mode, which it runs on Hopper from cuBLAS 12.9 on.
   const bool per_row =
       call->tensors[XHAL_LINEAR_FP8_X_SCALE]->ndim == 2 || call->tensors[XHAL_LINEAR_FP8_W_SCALE]->ndim == 2;
-  if (per_row && (cc / 10 != 9 || cublasLtGetVersion() < 120900)) return "per-row scales need cuBLASLt 12.9+ on sm_90";
+  static const size_t version = cublasLtGetVersion();
+  if (per_row && (cc / 10 != 9 || version < 120900)) return "per-row scales need cuBLASLt 12.9+ on sm_90";
   if (fp8_type(x) == CUDA_R_8F_E5M2 && fp8_type(w) == CUDA_R_8F_E5M2) return "e5m2 x e5m2 has no cuBLASLt kernel";
   if (const char* no = supports_layout(call, call->tensors[XHAL_LINEAR_FP8_OUT]->dtype.bits / 8)) return no;
   if (bias != nullptr) {
@@ -126,7 +119,7 @@ const char* supports_int8(void*, const xhal_op_call* call) {
 // The sums [M, N] int32 in scratch, then the epilogue pass.
 xhal_status run_linear_int8(const xhal_op_call* call, char* msg, size_t len) {
   const DLTensor *x = call->tensors[XHAL_LINEAR_INT8_X], *w = call->tensors[XHAL_LINEAR_INT8_W];
-  const int64_t M = x->shape[0], K = x->shape[1], N = w->shape[0];
+  const int64_t M = x->shape[0], N = w->shape[0];
   if (M == 0 || N == 0) return XHAL_OK;
   size_t bytes = 0;
   if (__builtin_mul_overflow(size_t(M), size_t(N), &bytes) || __builtin_mul_overflow(bytes, sizeof(int32_t), &bytes)) {
@@ -138,12 +131,8 @@ xhal_status run_linear_int8(const xhal_op_call* call, char* msg, size_t len) {
       refused != XHAL_OK) {
     return refused;
   }
-  Matmul mm;
-  mm.trans_a = CUBLAS_OP_T;
-  mm.m = N, mm.n = M, mm.k = K;
-  mm.a = w->data, mm.lda = blas_leading_dim(w), mm.a_type = CUDA_R_8I;
-  mm.b = x->data, mm.ldb = blas_leading_dim(x), mm.b_type = CUDA_R_8I;
-  mm.d = sums, mm.ldd = N, mm.d_type = CUDA_R_32I;
+  Matmul mm = linear_matmul(x, w, sums, N);
+  mm.a_type = mm.b_type = CUDA_R_8I, mm.d_type = CUDA_R_32I;
   mm.compute = CUBLAS_COMPUTE_32I;
   xhal_status s = run_matmul(call, mm, msg, len);
   if (s == XHAL_OK) s = gpu::linear_int8_epilogue(call, static_cast<const int32_t*>(sums), msg, len);

@@ -49,7 +49,6 @@ struct Engine::State {
   std::vector<std::unique_ptr<Sequence>> running;
   std::map<int64_t, std::vector<int32_t>> done;
   Tensor logits;
-  bool has_logits = false;
   std::vector<std::pair<int64_t, int64_t>> sampled;  // (request id, tokens generated before) per row
 
   int64_t qkv_width() const { return (c.heads + 2 * c.kv_heads) * c.head_dim; }
@@ -89,9 +88,11 @@ struct Engine::State {
     return chunks;
   }
 
-  // The q, k or v heads of a [T, qkv width] buffer as [T, count, head_dim].
-  TensorView heads(const Tensor& qkv, int64_t T, int64_t first_head, int64_t count) const {
-    return slice(qkv, first_head * c.head_dim, {T, count, c.head_dim}, {qkv_width(), c.head_dim, 1});
+  // The q, k or v heads (`count` from `first_head`) of rows [first_row, first_row + rows) of a
+  // [T, qkv width] buffer, as [rows, count, head_dim].
+  TensorView heads(const Tensor& qkv, int64_t rows, int64_t first_head, int64_t count, int64_t first_row = 0) const {
+    return slice(qkv, first_row * qkv_width() + first_head * c.head_dim, {rows, count, c.head_dim},
+                 {qkv_width(), c.head_dim, 1});
   }
 
   // out = x w^T (+ bias): linear, or with fp8_linear x quantized a scale a row and linear_fp8.
@@ -110,26 +111,23 @@ struct Engine::State {
 
   // Attention of a layer's T query rows: the first `decodes` (one token a sequence) through
   // paged_attention, the rest (prompt chunks) through paged_prefill.
-  void attention(const TensorView& q, int64_t l, int64_t T, int64_t decodes, int64_t max_blocks, int64_t max_q,
+  void attention(const Tensor& qkv, int64_t l, int64_t T, int64_t decodes, int64_t max_blocks, int64_t max_q,
                  const Tensor& cu, const Tensor& table, const Tensor& lens, const Tensor& attn) const {
-    const int64_t B = lens.size(0), Hq = c.heads, D = c.head_dim, W = qkv_width();
-    auto rows = [&](const TensorView& t, int64_t first, int64_t count, int64_t stride) {
-      return TensorView(static_cast<char*>(t.data()) + first * stride * int64_t(xhal::dtype_size(t.dtype())), t.dtype(),
-                        {count, Hq, D}, {stride, D, 1}, t.device());
-    };
+    const int64_t B = lens.size(0), Hq = c.heads, D = c.head_dim;
+    auto q = [&](int64_t first, int64_t count) { return heads(qkv, count, 0, Hq, first); };
+    auto out = [&](int64_t first, int64_t count) { return slice(attn, first * Hq * D, {count, Hq, D}); };
     auto part = [&](const Tensor& t, int64_t first, int64_t count, int64_t width) {
       return slice(t, first * width, width == 1 ? std::vector<int64_t>{count} : std::vector<int64_t>{count, width});
     };
     if (decodes > 0) {
-      ops::paged_attention(rows(q, 0, decodes, W), k_cache[size_t(l)], v_cache[size_t(l)],
-                           part(table, 0, decodes, max_blocks), part(lens, 0, decodes, 1),
-                           rows(attn, 0, decodes, Hq * D));
+      ops::paged_attention(q(0, decodes), k_cache[size_t(l)], v_cache[size_t(l)], part(table, 0, decodes, max_blocks),
+                           part(lens, 0, decodes, 1), out(0, decodes));
     }
     if (decodes < B) {
       const xhal::AttentionParams causal{.causal = true};
-      ops::paged_prefill(rows(q, decodes, T - decodes, W), k_cache[size_t(l)], v_cache[size_t(l)], cu,
+      ops::paged_prefill(q(decodes, T - decodes), k_cache[size_t(l)], v_cache[size_t(l)], cu,
                          part(table, decodes, B - decodes, max_blocks), part(lens, decodes, B - decodes, 1), max_q,
-                         rows(attn, decodes, T - decodes, Hq * D), causal);
+                         out(decodes, T - decodes), causal);
     }
   }
 
@@ -180,11 +178,10 @@ struct Engine::State {
       }
       const TensorView bias = L.b_qkv;
       project(h, L.w_qkv, L.qkv8, c.attention_bias ? &bias : nullptr, qkv);
-      const TensorView q = heads(qkv, T, 0, c.heads), k = heads(qkv, T, c.heads, c.kv_heads);
-      const TensorView v = heads(qkv, T, c.heads + c.kv_heads, c.kv_heads);
-      ops::rope(q, k, pos_t, rope, xhal::RopeStyle::neox);
+      const TensorView k = heads(qkv, T, c.heads, c.kv_heads), v = heads(qkv, T, c.heads + c.kv_heads, c.kv_heads);
+      ops::rope(heads(qkv, T, 0, c.heads), k, pos_t, rope, xhal::RopeStyle::neox);
       ops::kv_cache_write(k, v, slots_t, k_cache[size_t(l)], v_cache[size_t(l)]);
-      attention(q, l, T, decodes, max_blocks, max_q, cu_t, table_t, lens_t, attn);
+      attention(qkv, l, T, decodes, max_blocks, max_q, cu_t, table_t, lens_t, attn);
       project(attn, L.w_o, L.o8, nullptr, delta);
       ops::fused_add_rms_norm(delta, x, L.mlp_norm, float(c.rms_norm_eps), h);
       project(h, L.w_gate_up, L.gate_up8, nullptr, gu);
@@ -264,7 +261,6 @@ StepStats Engine::step() {
     }
   }
   s.logits = s.forward(chunks, rows);
-  s.has_logits = !rows.empty();
   s.sampled.clear();
   for (const Sequence* seq : sampling) s.sampled.push_back({seq->request.id, seq->generated()});
   for (const Chunk& ch : chunks) ch.seq->cached = ch.start + ch.count;
@@ -302,7 +298,7 @@ StepStats Engine::step() {
 const std::map<int64_t, std::vector<int32_t>>& Engine::finished() const { return s_->done; }
 
 std::vector<float> Engine::last_logits() const {
-  return s_->has_logits ? examples::download(s_->logits) : std::vector<float>{};
+  return s_->sampled.empty() ? std::vector<float>{} : examples::download(s_->logits);
 }
 
 std::vector<std::pair<int64_t, int64_t>> Engine::last_sampled() const { return s_->sampled; }

@@ -10,19 +10,19 @@
 #include "element.hpp"
 #include "kernels/quantize.hpp"
 #include "tensor_ref.hpp"
-#include "xhal/fp8.hpp"
 
 namespace xhal::cpu {
 
-// Every code's value, built once per format.
-inline const std::array<float, 256>& fp8_values(bool e4m3) {
-  static const auto table = [](bool e4) {
+// Every code's value (kernels::code_value), built once per fp8 format.
+inline const std::array<float, 256>& fp8_values(kernels::QuantFormat format) {
+  static const auto table = [](kernels::QuantFormat f) {
     std::array<float, 256> v{};
-    for (int b = 0; b < 256; ++b) v[size_t(b)] = e4 ? f8_e4m3_to_float(uint8_t(b)) : f8_e5m2_to_float(uint8_t(b));
+    for (int b = 0; b < 256; ++b) v[size_t(b)] = kernels::code_value(uint8_t(b), f);
     return v;
   };
-  static const std::array<float, 256> e4m3_values = table(true), e5m2_values = table(false);
-  return e4m3 ? e4m3_values : e5m2_values;
+  static const std::array<float, 256> e4m3_values = table(kernels::QuantFormat::e4m3),
+                                      e5m2_values = table(kernels::QuantFormat::e5m2);
+  return format == kernels::QuantFormat::e4m3 ? e4m3_values : e5m2_values;
 }
 
 // A scale tensor: [1] for the tensor or [rows, 1] a row.
@@ -72,8 +72,8 @@ struct LinearFp8Operands : QuantizedLinearOut<E> {
       : QuantizedLinearOut<E>(c),
         x(c->tensors[XHAL_LINEAR_FP8_X]),
         w(c->tensors[XHAL_LINEAR_FP8_W]),
-        x_values(fp8_values(c->tensors[XHAL_LINEAR_FP8_X]->dtype.code == kDLPackFloat8E4M3FN).data()),
-        w_values(fp8_values(c->tensors[XHAL_LINEAR_FP8_W]->dtype.code == kDLPackFloat8E4M3FN).data()) {}
+        x_values(fp8_values(kernels::quant_format(c->tensors[XHAL_LINEAR_FP8_X])).data()),
+        w_values(fp8_values(kernels::quant_format(c->tensors[XHAL_LINEAR_FP8_W])).data()) {}
 
   int64_t M() const { return x.size(0); }
   int64_t K() const { return x.size(1); }

@@ -2,8 +2,6 @@
 // checks for 16-byte vector access, and turning launch errors into statuses.
 #pragma once
 
-#include <atomic>
-
 #include <cstdint>
 #include <cstdio>
 
@@ -72,22 +70,6 @@ inline xhal_status launch_status(char* msg, size_t len, const char* kernel) {
   const gpuError_t err = gpuGetLastError();
   if (err == gpuSuccess) return XHAL_OK;
   return kernel_error(msg, len, XHAL_ERR_DEVICE, "%s: launch failed: %s", kernel, gpuGetErrorString(err));
-}
-
-// An attribute of `device` (gpuDevAttr...), read from the runtime once per device and cached;
-// 0 when the runtime cannot tell.
-template <auto kAttribute>
-int device_attribute(int device) {
-  static std::atomic<int> cached[64];  // the value + 1; 0 = not read yet
-  if (device < 0 || device >= 64) return 0;
-  int stored = cached[device].load(std::memory_order_relaxed);
-  if (stored == 0) {
-    int value = 0;
-    if (gpuDeviceGetAttribute(&value, kAttribute, device) != gpuSuccess) value = 0;
-    stored = value + 1;
-    cached[device].store(stored, std::memory_order_relaxed);
-  }
-  return stored - 1;
 }
 
 // The multiprocessor count of `device` (kernels size one-wave grids by it), at least 1.

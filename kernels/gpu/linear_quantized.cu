@@ -41,9 +41,8 @@ struct ScaledEpilogue {
     out(m, n, sum * (x_scale[m * x_scale_stride] * w_scale[n * w_scale_stride]));
   }
   __device__ void operator()(int64_t m, int64_t n, int32_t sum) const {
-    const float bias = out.bias != nullptr ? E::load(out.bias[n * out.bias_stride]) : 0.0f;
-    out.out[m * out.ldo + n] =
-        E::store(kernels::int8_linear_value(sum, x_scale[m * x_scale_stride], w_scale[n * w_scale_stride], bias));
+    out.out[m * out.ldo + n] = E::store(
+        kernels::int8_linear_value(sum, x_scale[m * x_scale_stride], w_scale[n * w_scale_stride], out.bias_at(n)));
   }
 };
 

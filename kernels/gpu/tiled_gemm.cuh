@@ -36,9 +36,8 @@ struct BiasEpilogue {
   int64_t bias_stride;
   typename E::T* out;
   int64_t ldo;
-  __device__ void operator()(int64_t m, int64_t n, float sum) const {
-    out[m * ldo + n] = E::store(sum + (bias != nullptr ? E::load(bias[n * bias_stride]) : 0.0f));
-  }
+  __device__ float bias_at(int64_t n) const { return bias != nullptr ? E::load(bias[n * bias_stride]) : 0.0f; }
+  __device__ void operator()(int64_t m, int64_t n, float sum) const { out[m * ldo + n] = E::store(sum + bias_at(n)); }
 };
 
 // Stages rows [r0, r0 + kTile) x k [k0, k0 + kSlice) of an operand as f32, transposed into
