@@ -130,7 +130,9 @@ std::string model_config_json(const ModelConfig& c) {
   using Type = xhal::ops::RopeScaling::Type;
   const xhal::ops::RopeScaling& r = c.rope_scaling;
   if (r.type != Type::none) {
-    nlohmann::json s = {{"rope_type", r.type == Type::linear ? "linear" : r.type == Type::llama3 ? "llama3" : "yarn"},
+    nlohmann::json s = {{"rope_type", r.type == Type::linear   ? "linear"
+                                      : r.type == Type::llama3 ? "llama3"
+                                                               : "yarn"},
                         {"factor", r.factor}};
     if (r.type != Type::linear) s["original_max_position_embeddings"] = r.original_max_position;
     if (r.type == Type::llama3) s["low_freq_factor"] = r.low_freq_factor, s["high_freq_factor"] = r.high_freq_factor;
