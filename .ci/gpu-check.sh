@@ -130,9 +130,17 @@ if want serve; then
     --chunk 512 --max-running 64 >"$out/serve_1b.txt" 2>&1
   note "serve 1b on cuda: exit $?"
   grep -E "^(serve|requests|prefill|decode|step)" "$out/serve_1b.txt"
+  # The same with the KV cache in f8_e4m3 (half the bytes decode reads).
+  "$build/bin/serve" --preset 1b --dtype bf16 --requests 64 --prompt-min 128 --prompt-max 1024 --max-new 128 \
+    --chunk 512 --max-running 64 --fp8-kv >"$out/serve_1b_fp8_kv.txt" 2>&1
+  note "serve 1b on cuda, fp8 KV cache: exit $?"
+  grep -E "^(prefill|decode)" "$out/serve_1b_fp8_kv.txt"
   "$build/bin/serve" --dtype f32 --requests 20 --prompt-min 1 --prompt-max 200 --max-new 20 --chunk 64 \
     --max-running 8 --check >"$out/serve_check.txt" 2>&1
   note "serve --check on cuda: exit $?, $(grep -E '^check' "$out/serve_check.txt")"
+  "$build/bin/serve" --dtype bf16 --requests 20 --prompt-min 1 --prompt-max 200 --max-new 20 --chunk 64 \
+    --max-running 8 --check --fp8-kv >"$out/serve_check_fp8_kv.txt" 2>&1
+  note "serve --check --fp8-kv on cuda: exit $?, $(grep -E '^check' "$out/serve_check_fp8_kv.txt")"
 fi
 
 if want train; then

@@ -38,11 +38,12 @@ void add_serving_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>&
   }
 
   // kv_cache_write (Llama-3 8B's 8 kv heads): a prefill batch's keys and values into a paged cache
-  // of twice as many slots, blocks of 16 in shuffled order; the rows read once and written once.
-  {
+  // of twice as many slots, blocks of 16 in shuffled order; the rows read once and written once
+  // (as e4m3 codes, one byte each, into an fp8 cache with per-head scales).
+  for (const bool fp8 : {false, true}) {
     const int64_t T = s.rope_tokens, Hkv = 8, D = kHeadDim, block_size = 16, blocks = 2 * T / block_size;
-    add(fmt::format("kv_cache_write/T{}_Hkv{}_D{}/{}", T, Hkv, D, tn), 4.0 * T * Hkv * D * e + 4.0 * T, 0,
-        Bound::memory, [=] {
+    add(fmt::format("kv_cache_write/T{}_Hkv{}_D{}{}/{}", T, Hkv, D, fp8 ? "_fp8cache" : "", tn),
+        2.0 * T * Hkv * D * (e + (fp8 ? 1.0 : e)) + 4.0 * T, 0, Bound::memory, [=] {
           std::vector<int32_t> block_order(static_cast<size_t>(blocks)), slots(static_cast<size_t>(T));
           std::iota(block_order.begin(), block_order.end(), 0);
           std::shuffle(block_order.begin(), block_order.end(), std::mt19937(7));
@@ -50,9 +51,16 @@ void add_serving_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>&
             slots[size_t(t)] = int32_t(block_order[size_t(t / block_size)] * block_size + t % block_size);
           Tensor k = random_tensor({T, Hkv, D}, dt, dev), v = random_tensor({T, Hkv, D}, dt, dev);
           Tensor slot_mapping = Tensor::from_host(slots.data(), {T}, DType::i32, dev);
-          Tensor k_cache = Tensor::empty({blocks, block_size, Hkv, D}, dt, dev);
-          Tensor v_cache = Tensor::empty({blocks, block_size, Hkv, D}, dt, dev);
-          return std::function<void()>([=] { xhal::ops::kv_cache_write(k, v, slot_mapping, k_cache, v_cache); });
+          const DType cache_type = fp8 ? DType::f8_e4m3 : dt;
+          Tensor k_cache = Tensor::empty({blocks, block_size, Hkv, D}, cache_type, dev);
+          Tensor v_cache = Tensor::empty({blocks, block_size, Hkv, D}, cache_type, dev);
+          const std::vector<float> scale_values(static_cast<size_t>(Hkv), 1.0f / 256);
+          Tensor scales = Tensor::from_host(scale_values.data(), {Hkv}, DType::f32, dev);
+          return std::function<void()>([=] {
+            xhal::ops::kv_cache_write(
+                k, v, slot_mapping, k_cache, v_cache,
+                fp8 ? xhal::ops::KvCacheScales{&scales.view(), &scales.view()} : xhal::ops::KvCacheScales{});
+          });
         });
   }
 

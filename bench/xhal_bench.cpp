@@ -363,11 +363,13 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
         });
       });
 
-  // paged_attention: decode, every sequence at the full context, pages shuffled across the pool.
-  auto add_paged = [&](int64_t PB, int64_t ctx) {
+  // paged_attention: decode, every sequence at the full context, pages shuffled across the pool;
+  // and over an f8_e4m3 cache (per-head scales) of the same values, half the bytes a key.
+  auto add_paged = [&](int64_t PB, int64_t ctx, bool fp8) {
     const int64_t block = 16, blocks_per_seq = ctx / block;
-    add(fmt::format("paged_attention/B{}_Hq{}_Hkv{}_ctx{}_D{}/{}", PB, Hq, Hkv, ctx, D, tn),
-        (2.0 * PB * ctx * Hkv * D + 2.0 * PB * Hq * D) * e, 0, Bound::memory, [=] {
+    const double cached = fp8 ? 1.0 : e;
+    add(fmt::format("paged_attention/B{}_Hq{}_Hkv{}_ctx{}_D{}{}/{}", PB, Hq, Hkv, ctx, D, fp8 ? "_fp8cache" : "", tn),
+        2.0 * PB * ctx * Hkv * D * cached + 2.0 * PB * Hq * D * e, 0, Bound::memory, [=] {
           const int64_t num_blocks = PB * blocks_per_seq;
           std::vector<int32_t> table(static_cast<size_t>(num_blocks));
           std::iota(table.begin(), table.end(), 0);
@@ -377,10 +379,26 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
           Tensor vc = random_tensor({num_blocks, block, Hkv, D}, dt, dev);
           Tensor bt = i32_tensor(table, {PB, blocks_per_seq}, dev);
           Tensor lens = i32_tensor(std::vector<int32_t>(size_t(PB), int32_t(ctx)), {PB}, dev);
-          return std::function<void()>([=] { xhal::ops::paged_attention(q, kc, vc, bt, lens, out); });
+          if (!fp8) return std::function<void()>([=] { xhal::ops::paged_attention(q, kc, vc, bt, lens, out); });
+          // The caches' codes, written as a serving engine would: kv_cache_write with scales.
+          const Tensor k8 = Tensor::empty({num_blocks, block, Hkv, D}, DType::f8_e4m3, dev);
+          const Tensor v8 = Tensor::empty({num_blocks, block, Hkv, D}, DType::f8_e4m3, dev);
+          const std::vector<float> scale_values(static_cast<size_t>(Hkv), 1.0f / 256);
+          const Tensor scales = Tensor::from_host(scale_values.data(), {Hkv}, DType::f32, dev);
+          std::vector<int32_t> all(static_cast<size_t>(num_blocks * block));
+          std::iota(all.begin(), all.end(), 0);
+          const Tensor slots = i32_tensor(all, {num_blocks * block}, dev);
+          const xhal::TensorView k_rows(kc.data(), dt, {num_blocks * block, Hkv, D}, dev);
+          const xhal::TensorView v_rows(vc.data(), dt, {num_blocks * block, Hkv, D}, dev);
+          const xhal::ops::KvCacheScales kv_scales{&scales.view(), &scales.view()};
+          xhal::ops::kv_cache_write(k_rows, v_rows, slots, k8, v8, kv_scales);
+          return std::function<void()>([=] {
+            xhal::ops::paged_attention(q, k8, v8, bt, lens, out, {}, {&scales.view(), &scales.view()});
+          });
         });
   };
-  add_paged(s.paged_batch, s.paged_ctx);
+  add_paged(s.paged_batch, s.paged_ctx, false);
+  add_paged(s.paged_batch, s.paged_ctx, true);
 
   // paged_prefill: a chunk of new tokens for each of prefill_seqs sequences, the chunk the last of
   // its context (causal, bottom-right), pages of 16 and of 128 shuffled across the pool; beside it
@@ -454,10 +472,10 @@ std::vector<Case> op_cases(const Shapes& s, DType dt, Device dev) {
   }
 #endif
   // One long sequence (one user's long document): all parallelism comes from splitting its keys.
-  add_paged(1, s.paged_long_ctx);
+  add_paged(1, s.paged_long_ctx, false);
   // One short sequence (one user's chat turn): a latency case, its cache resident after the first
   // call; keys must still be split for every thread to have a share.
-  add_paged(1, 1024);
+  add_paged(1, 1024, false);
 
   // linear: x [m, k] against w [n, k], bound as the shape makes it.
   auto add_linear = [&](const std::string& kind, int64_t m, int64_t n, int64_t k, Bound bound) {

@@ -1,10 +1,18 @@
 // The catalogue's serving ops: paged_prefill, kv_cache_write, merge_attention_states, argmax,
-// top_k, sample, quantize, dequantize, linear_fp8 and linear_int8 (ops_bad_calls.hpp).
+// top_k, sample, quantize, dequantize, linear_fp8, linear_int8 and the fp8 KV cache's scales
+// (ops_bad_calls.hpp).
+#include <utility>
 #include <vector>
 
 #include "ops_bad_calls.hpp"
 
 namespace xhal {
+namespace {
+// An f8_e4m3 cache over `out` from float `offset` on (its codes do not matter to validation).
+TensorView fp8_cache(Buffers& b, int64_t offset, std::vector<int64_t> shape) {
+  return TensorView(b.out.data() + offset, DType::f8_e4m3, std::move(shape));
+}
+}  // namespace
 
 std::vector<BadCall> serving_bad_calls() {
   using V = std::vector<int64_t>;
@@ -245,6 +253,45 @@ std::vector<BadCall> serving_bad_calls() {
          b.l[1] = 48;  // 3 blocks of 16 slots: 0..47
          ops::kv_cache_write(b.f32({4, 2, 8}), b.f32({4, 2, 8}), b.i64({4}), b.o32({3, 16, 2, 8}),
                              TensorView(b.out.data() + 2048, DType::f32, {3, 16, 2, 8}));
+       }},
+      // the fp8 KV cache's scales
+      {"fp8 cache without scales", Errc::invalid_argument, "kv_cache_write", "k_scale",
+       [](Buffers& b) {
+         ops::kv_cache_write(b.f32({4, 2, 8}), b.f32({4, 2, 8}), b.i32({4}), fp8_cache(b, 0, {3, 16, 2, 8}),
+                             fp8_cache(b, 2048, {3, 16, 2, 8}), ops::KvCacheScales{});
+       }},
+      {"scales with an f32 cache", Errc::invalid_argument, "kv_cache_write", "k_scale",
+       [](Buffers& b) {
+         const TensorView scale = b.f32({1});
+         ops::kv_cache_write(b.f32({4, 2, 8}), b.f32({4, 2, 8}), b.i32({4}), b.o32({3, 16, 2, 8}),
+                             TensorView(b.out.data() + 2048, DType::f32, {3, 16, 2, 8}), {&scale, &scale});
+       }},
+      {"a scale for 3 of 2 kv heads", Errc::invalid_argument, "kv_cache_write", "v_scale",
+       [](Buffers& b) {
+         const TensorView one = b.f32({1}), three = b.f32({3});
+         ops::kv_cache_write(b.f32({4, 2, 8}), b.f32({4, 2, 8}), b.i32({4}), fp8_cache(b, 0, {3, 16, 2, 8}),
+                             fp8_cache(b, 2048, {3, 16, 2, 8}), {&one, &three});
+       }},
+      {"an e5m2 cache", Errc::invalid_argument, "paged_attention", "k_cache",
+       [](Buffers& b) {
+         const TensorView scale = b.f32({1});
+         ops::paged_attention(b.f32({2, 4, 8}), TensorView(b.h.data(), DType::f8_e5m2, {4, 16, 2, 8}),
+                              TensorView(b.h.data(), DType::f8_e5m2, {4, 16, 2, 8}), b.i32({2, 2}), b.i32({2}),
+                              b.o32({2, 4, 8}), {}, {&scale, &scale});
+       }},
+      {"fp8 cache without a value scale", Errc::invalid_argument, "paged_attention", "v_scale",
+       [](Buffers& b) {
+         const TensorView scale = b.f32({2});
+         ops::paged_attention(b.bf16({2, 4, 8}), TensorView(b.h.data(), DType::f8_e4m3, {4, 16, 2, 8}),
+                              TensorView(b.h.data(), DType::f8_e4m3, {4, 16, 2, 8}), b.i32({2, 2}), b.i32({2}),
+                              TensorView(b.out.data(), DType::bf16, {2, 4, 8}), {}, {&scale, nullptr});
+       }},
+      {"bf16 scale", Errc::invalid_argument, "paged_prefill", "k_scale",
+       [](Buffers& b) {
+         const TensorView scale = b.bf16({1});
+         ops::paged_prefill(b.f32({3, 4, 8}), TensorView(b.h.data(), DType::f8_e4m3, {4, 16, 2, 8}),
+                            TensorView(b.h.data(), DType::f8_e4m3, {4, 16, 2, 8}), b.i32({3}), b.i32({2, 2}),
+                            b.i32({2}), 3, b.o32({3, 4, 8}), {}, nullptr, {&scale, &scale});
        }},
   };
 }

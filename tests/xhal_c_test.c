@@ -331,6 +331,16 @@ int main(void) {
   slot_vals[1] = 4;
   CHECK(xhal_kv_cache_write(&tkn, &tvn, &tslots, &tkcache, &tvcache, NULL) == XHAL_ERR_INVALID_ARGUMENT);
   CHECK(strstr(xhal_last_error(), "slot_mapping") != NULL);
+  /* The same into e4m3 caches with scales 0.5 (keys) and 2 (values): codes of 2, 4 and 2.5, 3. */
+  uint8_t k8[8] = {0}, v8[8] = {0};
+  float k8_scale[1] = {0.5f}, v8_scale[1] = {2.0f};
+  DLTensor tk8 = tensor(k8, e4m3, 4, caches), tv8 = tensor(v8, e4m3, 4, caches), tk8s = tensor(k8_scale, f32, 1, one),
+           tv8s = tensor(v8_scale, f32, 1, one);
+  slot_vals[1] = -1;
+  CHECK(xhal_kv_cache_write_scaled(&tkn, &tvn, &tslots, &tk8, &tv8, &tk8s, &tv8s, NULL) == XHAL_OK);
+  CHECK(k8[6] == 0x40 && k8[7] == 0x48 && v8[6] == 0x42 && v8[7] == 0x44 && k8[0] == 0 && v8[5] == 0);
+  CHECK(xhal_kv_cache_write_scaled(&tkn, &tvn, &tslots, &tk8, &tv8, &tk8s, NULL, NULL) == XHAL_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(xhal_last_error(), "argument 'v_scale'") != NULL);
 
   /* adamw_step and global_grad_norm over a list of two parameters: with g = 1 and lr 0.5 the first
    * step moves each weight by -0.5 (m / sqrt(v) = 1 after bias correction); the norm is sqrt(3). */

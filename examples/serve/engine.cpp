@@ -44,6 +44,7 @@ struct Engine::State {
   xhal::Device dev;
   Tensor rope;
   std::vector<Tensor> k_cache, v_cache;
+  Tensor kv_scale;  // [1] f32 with fp8_kv_cache
   std::vector<int32_t> free_blocks;
   std::deque<Sequence> waiting;
   std::vector<std::unique_ptr<Sequence>> running;
@@ -52,6 +53,10 @@ struct Engine::State {
   std::vector<std::pair<int64_t, int64_t>> sampled;  // (request id, tokens generated before) per row
 
   int64_t qkv_width() const { return (c.heads + 2 * c.kv_heads) * c.head_dim; }
+  // The cache's scales: none for a cache of the model's dtype.
+  ops::KvCacheScales cache_scales() const {
+    return o.fp8_kv_cache ? ops::KvCacheScales{&kv_scale.view(), &kv_scale.view()} : ops::KvCacheScales{};
+  }
 
   // Moves waiting requests into the batch while the cache has blocks for their whole length.
   void admit() {
@@ -121,13 +126,13 @@ struct Engine::State {
     };
     if (decodes > 0) {
       ops::paged_attention(q(0, decodes), k_cache[size_t(l)], v_cache[size_t(l)], part(table, 0, decodes, max_blocks),
-                           part(lens, 0, decodes, 1), out(0, decodes));
+                           part(lens, 0, decodes, 1), out(0, decodes), {}, cache_scales());
     }
     if (decodes < B) {
       const xhal::AttentionParams causal{.causal = true};
       ops::paged_prefill(q(decodes, T - decodes), k_cache[size_t(l)], v_cache[size_t(l)], cu,
                          part(table, decodes, B - decodes, max_blocks), part(lens, decodes, B - decodes, 1), max_q,
-                         out(decodes, T - decodes), causal);
+                         out(decodes, T - decodes), causal, nullptr, cache_scales());
     }
   }
 
@@ -180,7 +185,7 @@ struct Engine::State {
       project(h, L.w_qkv, L.qkv8, c.attention_bias ? &bias : nullptr, qkv);
       const TensorView k = heads(qkv, T, c.heads, c.kv_heads), v = heads(qkv, T, c.heads + c.kv_heads, c.kv_heads);
       ops::rope(heads(qkv, T, 0, c.heads), k, pos_t, rope, xhal::RopeStyle::neox);
-      ops::kv_cache_write(k, v, slots_t, k_cache[size_t(l)], v_cache[size_t(l)]);
+      ops::kv_cache_write(k, v, slots_t, k_cache[size_t(l)], v_cache[size_t(l)], cache_scales());
       attention(qkv, l, T, decodes, max_blocks, max_q, cu_t, table_t, lens_t, attn);
       project(attn, L.w_o, L.o8, nullptr, delta);
       ops::fused_add_rms_norm(delta, x, L.mlp_norm, float(c.rms_norm_eps), h);
@@ -206,10 +211,12 @@ Engine::Engine(const examples::ModelConfig& config, Weights weights, DType dtype
   s.c = config, s.w = std::move(weights), s.dtype = dtype, s.o = options, s.dev = device;
   if (options.fp8_linear && !s.w.fp8) quantize_to_fp8(s.w);
   s.rope = ops::rope_cache(options.max_context, config.head_dim, config.rope_theta, config.rope_scaling, device);
+  const DType cache_dtype = options.fp8_kv_cache ? DType::f8_e4m3 : dtype;
+  if (options.fp8_kv_cache) s.kv_scale = Tensor::from_host(&options.kv_scale, {1}, DType::f32, device);
   for (int64_t l = 0; l < config.layers; ++l) {
     const std::vector<int64_t> shape{options.num_blocks, options.block_size, config.kv_heads, config.head_dim};
-    s.k_cache.push_back(Tensor::empty(shape, dtype, device));
-    s.v_cache.push_back(Tensor::empty(shape, dtype, device));
+    s.k_cache.push_back(Tensor::empty(shape, cache_dtype, device));
+    s.v_cache.push_back(Tensor::empty(shape, cache_dtype, device));
   }
   for (int64_t b = options.num_blocks - 1; b >= 0; --b) s.free_blocks.push_back(int32_t(b));
 }

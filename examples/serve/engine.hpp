@@ -39,6 +39,10 @@ struct EngineOptions {
   // The layers' matrices through linear_fp8 (weights' codes from quantize_to_fp8, activations
   // quantized to e4m3 a scale a token before each one).
   bool fp8_linear = false;
+  // The KV cache as f8_e4m3 codes with one scale for keys and values of every layer (vLLM's
+  // default without calibration is 1): half the cache's bytes, which decode reads every step.
+  bool fp8_kv_cache = false;
+  float kv_scale = 1.0f;
 };
 
 struct StepStats {

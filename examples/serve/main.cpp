@@ -65,6 +65,10 @@ Options parse(int argc, char** argv) {
       o.engine.fp8_linear = true;
       continue;
     }
+    if (flag == "--fp8-kv") {
+      o.engine.fp8_kv_cache = true;
+      continue;
+    }
     if (i + 1 >= argc) throw std::invalid_argument("missing value after " + flag);
     const std::string value = argv[++i];
     if (flag == "--preset")
@@ -89,6 +93,8 @@ Options parse(int argc, char** argv) {
       o.engine.max_running = std::stoll(value);
     else if (flag == "--block-size")
       o.engine.block_size = std::stoll(value);
+    else if (flag == "--kv-scale")
+      o.engine.kv_scale = std::stof(value);
     else if (flag == "--seed")
       o.seed = std::stoull(value);
     else if (flag == "--dtype") {
@@ -315,12 +321,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "serve: %s\n", e.what());
     return 2;
   } catch (const std::logic_error& e) {  // bad flags and requests
-    std::fprintf(
-        stderr,
-        "serve: %s\nusage: serve [--preset tiny|1b | --config config.json] [--weights file.safetensors] "
-        "[--save dir] [--dtype f32|f16|bf16] [--requests N] [--prompt-min N] [--prompt-max N] "
-        "[--max-new N] [--chunk N] [--max-running N] [--block-size N] [--top-p] [--fp8-linear] [--seed N] [--check]\n",
-        e.what());
+    std::fprintf(stderr,
+                 "serve: %s\nusage: serve [--preset tiny|1b | --config config.json] [--weights file.safetensors] "
+                 "[--save dir] [--dtype f32|f16|bf16] [--requests N] [--prompt-min N] [--prompt-max N] "
+                 "[--max-new N] [--chunk N] [--max-running N] [--block-size N] [--top-p] [--fp8-linear] "
+                 "[--fp8-kv] [--kv-scale X] [--seed N] [--check]\n",
+                 e.what());
     return 1;
   } catch (const std::runtime_error& e) {  // files
     std::fprintf(stderr, "serve: %s\n", e.what());

@@ -25,8 +25,21 @@ enum class DType : uint8_t {
   i8 = XHAL_DTYPE_I8,  // int8 codes of quantized tensors (DLPack kDLInt, 8 bits)
 };
 
-// The compute dtypes, which index kernel tables: DType(0) .. DType(kNumDTypes - 1).
+// The compute dtypes: DType(0) .. DType(kNumDTypes - 1).
 inline constexpr int kNumDTypes = XHAL_DTYPE_COUNT;
+
+// The dtypes that key kernels: the compute dtypes, and the storage types an op's call may carry
+// as its dtype where they decide the kernel (an f8_e4m3 KV cache: its own kernels, which older
+// plugins never see).
+inline constexpr DType kKernelDTypes[] = {DType::f32, DType::f16,     DType::bf16,    DType::f64, DType::i32,
+                                          DType::i64, DType::f8_e4m3, DType::f8_e5m2, DType::i8};
+inline constexpr int kNumKernelDTypes = int(sizeof kKernelDTypes / sizeof kKernelDTypes[0]);
+// DType's index in kKernelDTypes, or -1 for a dtype that keys no kernel.
+constexpr int kernel_dtype_index(int dtype) {
+  return dtype >= 0 && dtype < kNumDTypes                        ? dtype
+         : dtype >= XHAL_DTYPE_F8_E4M3 && dtype <= XHAL_DTYPE_I8 ? kNumDTypes + dtype - XHAL_DTYPE_F8_E4M3
+                                                                 : -1;
+}
 
 size_t dtype_size(DType dtype);
 std::string_view dtype_name(DType dtype);

@@ -65,7 +65,8 @@ extern "C" {
  * forward's slot and its dloss at the forward's loss slot, embedding_backward its dout at the
  * forward's out slot; the attention backward ops read the forward's tensors at its slots (so the
  * forward kernels' row accessors serve them) and their gradients at 7-10. A backward op's
- * residual is the sum the forward left in it. The list ops (XHAL_OP_LISTS below) put the scalars
+ * residual is the sum the forward left in it. An fp8 KV cache's scales follow its op's other
+ * tensors (kv_cache_write 5-6, both paged ops 9-10, so one kernel serves them). The list ops (XHAL_OP_LISTS below) put the scalars
  * the whole list shares first and one entry's tensors after them.
  * Optional tensors are NULL when absent. */
 #define XHAL_OP_TENSORS(TENSOR)                                                     \
@@ -87,6 +88,8 @@ extern "C" {
   TENSOR(PAGED_ATTENTION, BLOCK_TABLE, block_table, 5, XHAL_ROLE_IN, 0)             \
   TENSOR(PAGED_ATTENTION, SEQ_LENS, seq_lens, 6, XHAL_ROLE_IN, 0)                   \
   TENSOR(PAGED_ATTENTION, OUT, out, 3, XHAL_ROLE_OUT, 0)                            \
+  TENSOR(PAGED_ATTENTION, K_SCALE, k_scale, 9, XHAL_ROLE_IN, 1)                     \
+  TENSOR(PAGED_ATTENTION, V_SCALE, v_scale, 10, XHAL_ROLE_IN, 1)                    \
   TENSOR(RMS_NORM, X, x, 0, XHAL_ROLE_IN, 0)                                        \
   TENSOR(RMS_NORM, WEIGHT, weight, 1, XHAL_ROLE_IN, 0)                              \
   TENSOR(RMS_NORM, OUT, out, 2, XHAL_ROLE_OUT, 0)                                   \
@@ -192,6 +195,8 @@ extern "C" {
   TENSOR(KV_CACHE_WRITE, SLOT_MAPPING, slot_mapping, 2, XHAL_ROLE_IN, 0)            \
   TENSOR(KV_CACHE_WRITE, K_CACHE, k_cache, 3, XHAL_ROLE_INOUT, 0)                   \
   TENSOR(KV_CACHE_WRITE, V_CACHE, v_cache, 4, XHAL_ROLE_INOUT, 0)                   \
+  TENSOR(KV_CACHE_WRITE, K_SCALE, k_scale, 5, XHAL_ROLE_IN, 1)                      \
+  TENSOR(KV_CACHE_WRITE, V_SCALE, v_scale, 6, XHAL_ROLE_IN, 1)                      \
   TENSOR(GELU_AND_MUL, GATE, gate, 0, XHAL_ROLE_IN, 0)                              \
   TENSOR(GELU_AND_MUL, UP, up, 1, XHAL_ROLE_IN, 0)                                  \
   TENSOR(GELU_AND_MUL, OUT, out, 2, XHAL_ROLE_OUT, 0)                               \
@@ -231,6 +236,8 @@ extern "C" {
   TENSOR(PAGED_PREFILL, CU_SEQLENS_Q, cu_seqlens_q, 5, XHAL_ROLE_IN, 0)             \
   TENSOR(PAGED_PREFILL, BLOCK_TABLE, block_table, 7, XHAL_ROLE_IN, 0)               \
   TENSOR(PAGED_PREFILL, SEQ_LENS, seq_lens, 8, XHAL_ROLE_IN, 0)                     \
+  TENSOR(PAGED_PREFILL, K_SCALE, k_scale, 9, XHAL_ROLE_IN, 1)                       \
+  TENSOR(PAGED_PREFILL, V_SCALE, v_scale, 10, XHAL_ROLE_IN, 1)                      \
   TENSOR(QUANTIZE, X, x, 0, XHAL_ROLE_IN, 0)                                        \
   TENSOR(QUANTIZE, Q, q, 1, XHAL_ROLE_OUT, 0)                                       \
   TENSOR(QUANTIZE, SCALE, scale, 2, XHAL_ROLE_INOUT, 0)                             \

@@ -74,11 +74,28 @@ void merge_attention_states(const TensorView& out_a, const TensorView& lse_a, co
 void kv_cache_write(const TensorView& k, const TensorView& v, const TensorView& slot_mapping, const TensorView& k_cache,
                     const TensorView& v_cache, const Stream* stream = nullptr);
 
+// The scales of an fp8 KV cache (docs/ops.md, "fp8 KV cache"): f32, one for the whole cache ([1])
+// or one a kv head ([Hkv]), separate for keys and values. A cached code c of kv head h stands for
+// c * scale[h]; kv_cache_write stores the e4m3 code of x * (1 / scale[h]) (nearest, saturated at
+// 448, as quantize). Both are required with f8_e4m3 caches and refused with any other.
+struct KvCacheScales {
+  const TensorView* k = nullptr;
+  const TensorView* v = nullptr;
+};
+
+// kv_cache_write into an f8_e4m3 cache (k and v f32, f16 or bf16), or, with empty scales, as above.
+void kv_cache_write(const TensorView& k, const TensorView& v, const TensorView& slot_mapping, const TensorView& k_cache,
+                    const TensorView& v_cache, const KvCacheScales& scales, const Stream* stream = nullptr);
+
 // One decode token per sequence: q[B,Hq,D], caches [num_blocks,block_size,Hkv,D|Dv],
 // block_table[B,max_blocks] i32, seq_lens[B] i32 -> out[B,Hq,Dv].
 void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
                      const TensorView& block_table, const TensorView& seq_lens, const TensorView& out,
                      const AttentionParams& params = {}, const Stream* stream = nullptr);
+// paged_attention over f8_e4m3 caches with their scales (KvCacheScales); q and out keep their dtype.
+void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const TensorView& block_table, const TensorView& seq_lens, const TensorView& out,
+                     const AttentionParams& params, const KvCacheScales& scales, const Stream* stream = nullptr);
 
 // Several query tokens a sequence against the paged cache (chunked prefill, prefix caching,
 // speculative verification): q[Tq,Hq,D] packed by cu_seqlens_q[B+1] (i32), caches and
@@ -90,6 +107,11 @@ void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorV
                    const TensorView& cu_seqlens_q, const TensorView& block_table, const TensorView& seq_lens,
                    int64_t max_seqlen_q, const TensorView& out, const AttentionParams& params = {},
                    const TensorView* lse = nullptr, const Stream* stream = nullptr);
+// paged_prefill over f8_e4m3 caches with their scales (KvCacheScales); q, out and lse as above.
+void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                   const TensorView& cu_seqlens_q, const TensorView& block_table, const TensorView& seq_lens,
+                   int64_t max_seqlen_q, const TensorView& out, const AttentionParams& params, const TensorView* lse,
+                   const KvCacheScales& scales, const Stream* stream = nullptr);
 
 // quantize's and dequantize's scale layout (docs/ops.md, quantize): one scale for the tensor
 // (scale [1]), one a row (x's leading dims + [1]) or one a block of `block` elements of a row (x's

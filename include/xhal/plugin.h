@@ -33,8 +33,9 @@ extern "C" {
 #define XHAL_PLUGIN_ENTRY "xhal_plugin_init"
 #define XHAL_PLUGIN_ABI_ENTRY "xhal_plugin_abi_version"
 
-/* Codes are fixed. Kernels register for the codes below XHAL_DTYPE_COUNT; f8, i8 and u8 are
- * reserved above it for the kernels that will take them. */
+/* Codes are fixed. Kernels register for the codes below XHAL_DTYPE_COUNT and for F8_E4M3, F8_E5M2
+ * and I8, which key the calls whose storage type decides the kernel (an fp8 KV cache); U8 keys
+ * none. */
 typedef enum xhal_dtype {
   XHAL_DTYPE_F32 = 0,
   XHAL_DTYPE_F16 = 1,
@@ -110,6 +111,11 @@ typedef struct xhal_host_api {
   xhal_status (*scratch_alloc)(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr, char* msg,
                                size_t msg_len);
   void (*scratch_free)(void* ctx, int32_t device, void* ptr);
+  /* Runs another call on this plugin's backend through the core's kernel choice (a kernel that
+   * rewrites its call, such as one dequantizing an fp8 cache, hands the rest to the best kernel of
+   * the compute dtype). The call is not validated again: the caller builds it from a valid one.
+   * Read only when struct_size covers it (cores before it lack the member). */
+  xhal_status (*dispatch)(void* ctx, const xhal_op_call* call, char* msg, size_t msg_len);
 } xhal_host_api;
 
 typedef enum xhal_copy_kind {

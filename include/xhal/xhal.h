@@ -195,6 +195,21 @@ xhal_status xhal_merge_attention_states(const DLTensor* out_a, const DLTensor* l
 /* k[T,Hkv,D], v[T,Hkv,Dv] into the paged caches at slot_mapping[T] (i32 or i64; negative: skip). */
 xhal_status xhal_kv_cache_write(const DLTensor* k, const DLTensor* v, const DLTensor* slot_mapping,
                                 const DLTensor* k_cache, const DLTensor* v_cache, void* stream);
+/* The KV-cache functions over f8_e4m3 caches (DLPack code 10, 8 bits): k_scale and v_scale are f32,
+ * [1] for the whole cache or [Hkv] one a kv head (docs/ops.md, "fp8 KV cache"); NULL both for a 16-
+ * or 32-bit cache, where these equal the functions without _scaled. */
+xhal_status xhal_kv_cache_write_scaled(const DLTensor* k, const DLTensor* v, const DLTensor* slot_mapping,
+                                       const DLTensor* k_cache, const DLTensor* v_cache, const DLTensor* k_scale,
+                                       const DLTensor* v_scale, void* stream);
+xhal_status xhal_paged_attention_scaled(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
+                                        const DLTensor* block_table, const DLTensor* seq_lens, const DLTensor* out,
+                                        const xhal_attention_params* params, const DLTensor* k_scale,
+                                        const DLTensor* v_scale, void* stream);
+xhal_status xhal_paged_prefill_scaled(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
+                                      const DLTensor* cu_seqlens_q, const DLTensor* block_table,
+                                      const DLTensor* seq_lens, int64_t max_seqlen_q, const DLTensor* out,
+                                      const xhal_attention_params* params, const DLTensor* lse, const DLTensor* k_scale,
+                                      const DLTensor* v_scale, void* stream);
 
 /* Deterministic mode (XHAL_DETERMINISTIC) on (1) or off (0) for this process. */
 void xhal_set_deterministic(int32_t on);

@@ -1,12 +1,15 @@
 // kv_cache_write on the CPU: every slot checked (inside the cache, none used twice) before anything
 // is written, then each token's rows copied: all its heads at once where they are contiguous in
 // both k (v) and the cache, with streaming stores into a cache larger than kStreamBytes (its lines
-// are not read before they are written).
+// are not read before they are written). An f8_e4m3 cache stores each value's code of x * (1 /
+// scale of its kv head), as quantize writes it.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "element.hpp"
+#include "kernels/fp8_cache_call.hpp"
+#include "kernels/quantize.hpp"
 #include "kernel_registration.hpp"
 #include "stream_threshold.hpp"
 #include "streaming_rows.hpp"
@@ -108,10 +111,53 @@ struct KvCacheWriteKernel {
   }
 };
 
+// Token t's rows of src ([T, H, D], E) as e4m3 codes into its slot of `cache`.
+template <class E>
+void quantize_rows(const DLTensor* src, const DLTensor* cache, const DLTensor* scale, const DLTensor* slot_mapping) {
+  const TensorRef<const typename E::Storage> x(src);
+  const TensorRef<uint8_t> codes(cache);
+  const int64_t T = x.size(0), H = x.size(1), D = x.size(2), block_size = codes.size(1);
+  const float* scales = static_cast<const float*>(scale->data);
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t s = index_at(slot_mapping, t);
+    if (s < 0) continue;
+    for (int64_t h = 0; h < H; ++h) {
+      const float inverse = kernels::inverse_scale(scales[kernels::scale_index(scale, h)]);
+      const typename E::Storage* from = x.at(t, h);
+      uint8_t* to = codes.at(s / block_size, s % block_size, h);
+      for (int64_t d = 0; d < D; ++d)
+        to[d] = kernels::quantize_value(E::load(from[d]), inverse, kernels::QuantFormat::e4m3);
+    }
+  }
+}
+
+template <class E>
+xhal_status write_fp8(const xhal_op_call* c) {
+  const DLTensor* slots = c->tensors[XHAL_KV_CACHE_WRITE_SLOT_MAPPING];
+  quantize_rows<E>(c->tensors[XHAL_KV_CACHE_WRITE_K], c->tensors[XHAL_KV_CACHE_WRITE_K_CACHE],
+                   c->tensors[XHAL_KV_CACHE_WRITE_K_SCALE], slots);
+  quantize_rows<E>(c->tensors[XHAL_KV_CACHE_WRITE_V], c->tensors[XHAL_KV_CACHE_WRITE_V_CACHE],
+                   c->tensors[XHAL_KV_CACHE_WRITE_V_SCALE], slots);
+  return XHAL_OK;
+}
+
+xhal_status kv_cache_write_fp8(const xhal_op_call* c, char* msg, size_t len) {
+  if (const xhal_status s = check_slots(c->tensors[XHAL_KV_CACHE_WRITE_SLOT_MAPPING],
+                                        cache_slots(c->tensors[XHAL_KV_CACHE_WRITE_K_CACHE]), msg, len);
+      s != XHAL_OK) {
+    return s;
+  }
+  return kernels::with_float_element<F32, F16, BF16>(c->tensors[XHAL_KV_CACHE_WRITE_K],
+                                                     [&](auto e) { return write_fp8<decltype(e)>(c); });
+}
+
 }  // namespace
 
 XHAL_REGISTER_KERNELS(host) {
   register_float_kernels<KvCacheWriteKernel>(host, "cpu.kv_cache_write", XHAL_OP_KV_CACHE_WRITE);
+  kernels::register_kernel(host, "cpu.kv_cache_write_fp8", XHAL_OP_KV_CACHE_WRITE, XHAL_DTYPE_F8_E4M3,
+                           &kernels::guarded<&kv_cache_write_fp8>, accuracy_for(XHAL_DTYPE_BF16), {0, true, nullptr});
 }
 
 }  // namespace xhal::cpu

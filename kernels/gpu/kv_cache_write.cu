@@ -1,9 +1,13 @@
 // kv_cache_write on any GPU: one block per token copies its heads' key and value rows to its slot
 // in 16-byte vectors (scalars when a row is not aligned). Slots are not checked against each other
 // (that would take a sort or a synchronisation per call): a negative slot or one past the cache
-// skips the token, and of tokens that share a slot one lands (docs/ops.md).
+// skips the token, and of tokens that share a slot one lands (docs/ops.md). An f8_e4m3 cache gets
+// each value's code of x * (1 / scale of its kv head), as quantize writes it (the same bytes as
+// the CPU's).
 #include <algorithm>
 
+#include "fp8_codes.cuh"
+#include "kernels/fp8_cache_call.hpp"
 #include "launch.cuh"
 
 namespace xhal::gpu {
@@ -76,9 +80,102 @@ struct KvCacheWrite {
   }
 };
 
+// The fp8 cache: a block per token, VEC values of a head a thread, VEC codes stored as one word.
+struct Fp8Rows {
+  uint8_t* data;
+  int64_t block, slot, head;
+  const float* scale;
+  bool per_head;
+};
+
+template <class E, int VEC>
+__global__ void kv_cache_write_fp8_kernel(Rows<const typename E::T> k, Rows<const typename E::T> v, const void* slots,
+                                          int64_t slot_stride, bool wide_slots, Fp8Rows k_cache, Fp8Rows v_cache,
+                                          int64_t capacity, int64_t block_size, int heads, int k_chunks, int v_chunks) {
+  const int64_t t = blockIdx.x;
+  const int64_t s = index_at(slots, slot_stride, wide_slots, t);
+  if (s < 0 || s >= capacity) return;
+  const int64_t block = s / block_size, row = s % block_size;
+  const int per_head = k_chunks + v_chunks;
+  for (int i = threadIdx.x; i < heads * per_head; i += blockDim.x) {
+    const int h = i / per_head, c = i % per_head;
+    const bool is_k = c < k_chunks;
+    const Rows<const typename E::T>& src = is_k ? k : v;
+    const Fp8Rows& dst = is_k ? k_cache : v_cache;
+    const int chunk = is_k ? c : c - k_chunks;
+    Chunk<E, VEC> x;
+    x.load(src.data + t * src.outer + h * src.head + chunk * VEC);
+    const float inverse = kernels::inverse_scale(dst.scale[dst.per_head ? h : 0]);
+    Codes<VEC> codes;
+    if constexpr (VEC % 2 == 0) {
+      for (int j = 0; j < VEC; j += 2) {
+        const uint16_t pair = codes_of_pair(x.get(j) * inverse, x.get(j + 1) * inverse, kernels::QuantFormat::e4m3);
+        codes.b[j] = uint8_t(pair), codes.b[j + 1] = uint8_t(pair >> 8);
+      }
+    } else {
+      for (int j = 0; j < VEC; ++j) codes.b[j] = kernels::quantize_value(x.get(j), inverse, kernels::QuantFormat::e4m3);
+    }
+    *reinterpret_cast<Codes<VEC>*>(dst.data + block * dst.block + row * dst.slot + h * dst.head + chunk * VEC) = codes;
+  }
+}
+
+// Whether an fp8 cache's rows of `cols` codes take stores of `bytes`.
+bool code_rows_aligned(const DLTensor* cache, int64_t cols, int bytes) {
+  if (reinterpret_cast<uintptr_t>(cache->data) % bytes != 0 || cols % bytes != 0) return false;
+  for (int d = 0; d < 3; ++d) {
+    if (cache->strides[d] % bytes != 0) return false;
+  }
+  return true;
+}
+
+template <class E>
+xhal_status write_fp8(const xhal_op_call* c, char* msg, size_t len) {
+  using T = typename E::T;
+  const DLTensor *k = c->tensors[XHAL_KV_CACHE_WRITE_K], *v = c->tensors[XHAL_KV_CACHE_WRITE_V];
+  const DLTensor *k_cache = c->tensors[XHAL_KV_CACHE_WRITE_K_CACHE], *v_cache = c->tensors[XHAL_KV_CACHE_WRITE_V_CACHE];
+  const DLTensor *k_scale = c->tensors[XHAL_KV_CACHE_WRITE_K_SCALE], *v_scale = c->tensors[XHAL_KV_CACHE_WRITE_V_SCALE];
+  const DLTensor* slots = c->tensors[XHAL_KV_CACHE_WRITE_SLOT_MAPPING];
+  const int64_t tokens = k->shape[0], heads = k->shape[1], D = k->shape[2], Dv = v->shape[2];
+  if (tokens == 0 || heads == 0 || (D == 0 && Dv == 0)) return XHAL_OK;
+  if (tokens > 0x7fffffff || heads * (D + Dv) > 0x7fffffff) {
+    return kernel_error(msg, len, XHAL_ERR_UNSUPPORTED, "kv_cache_write: more than 2^31 tokens or values a token");
+  }
+  int64_t capacity = 0;
+  if (__builtin_mul_overflow(k_cache->shape[0], k_cache->shape[1], &capacity)) capacity = INT64_MAX;
+  constexpr int kVec = Vec<E>::kVec;
+  const bool vec = rows_vectorizable(k, D) && rows_vectorizable(v, Dv) && code_rows_aligned(k_cache, D, kVec) &&
+                   code_rows_aligned(v_cache, Dv, kVec);
+  const Rows<const T> k_rows{static_cast<const T*>(k->data), k->strides[0], 0, k->strides[1]};
+  const Rows<const T> v_rows{static_cast<const T*>(v->data), v->strides[0], 0, v->strides[1]};
+  auto fp8_rows = [](const DLTensor* cache, const DLTensor* scale) {
+    return Fp8Rows{static_cast<uint8_t*>(cache->data),     cache->strides[0],  cache->strides[1], cache->strides[2],
+                   static_cast<const float*>(scale->data), scale->shape[0] > 1};
+  };
+  auto launch = [&](auto kernel, int per_vector) {
+    const int threads = block_threads(heads * (D + Dv) / per_vector, 256);
+    kernel<<<unsigned(tokens), threads, 0, static_cast<gpuStream_t>(c->stream)>>>(
+        k_rows, v_rows, slots->data, slots->strides[0], slots->dtype.bits == 64, fp8_rows(k_cache, k_scale),
+        fp8_rows(v_cache, v_scale), capacity, k_cache->shape[1], int(heads), int(D / per_vector), int(Dv / per_vector));
+  };
+  if (vec) {
+    launch(kv_cache_write_fp8_kernel<E, kVec>, kVec);
+  } else {
+    launch(kv_cache_write_fp8_kernel<E, 1>, 1);
+  }
+  return launch_status(msg, len, "kv_cache_write (fp8 cache)");
+}
+
+// The fp8 cache's kernel, for the source's dtype.
+xhal_status kv_cache_write_fp8(const xhal_op_call* c, char* msg, size_t len) {
+  return kernels::with_float_element<F32, F16, BF16>(c->tensors[XHAL_KV_CACHE_WRITE_K],
+                                                     [&](auto e) { return write_fp8<decltype(e)>(c, msg, len); });
+}
+
 }  // namespace
 
 XHAL_REGISTER_KERNELS(host) {
+  kernels::register_kernel(host, XHAL_GPU_BACKEND ".kv_cache_write_fp8", XHAL_OP_KV_CACHE_WRITE, XHAL_DTYPE_F8_E4M3,
+                           &on_call_device<&kv_cache_write_fp8>, accuracy_for(XHAL_DTYPE_BF16), {0, true, nullptr});
   register_float_kernels<KvCacheWrite>(host, XHAL_GPU_BACKEND ".kv_cache_write", XHAL_OP_KV_CACHE_WRITE);
 }
 

@@ -4,6 +4,7 @@
 // the block table) for everything else. A block index outside the cache makes its keys unreadable
 // (skipped) rather than read out of bounds; seq_lens are clamped to the table (docs/ops.md).
 #include "attention_generic.cuh"
+#include "kernels/fp8_cache_call.hpp"
 #include "paged_decode.cuh"
 #include "paged_decode_mma.cuh"
 
@@ -87,15 +88,18 @@ const char* decode_supports(void*, const xhal_op_call* c) {
   return nullptr;
 }
 
-template <class E>
+// kFp8: the f8_e4m3 cache's kernel, which only the tensor-core path has (fp8_decode_supports).
+template <class E, bool kFp8 = false>
 struct PagedDecode {
 #if !defined(__HIPCC__)
   template <int D>
   static void launch_mma_dim(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
     // Decode kernels need more than the default 48 KiB of shared memory: allow what a block may have.
-    static const bool raised = (allow_shared_bytes(paged_decode_mma_kernel<E, D, D>, kMaxDynamicSharedBytes), true);
+    static const bool raised =
+        (allow_shared_bytes(paged_decode_mma_kernel<E, D, D, kFp8>, kMaxDynamicSharedBytes), true);
     (void)raised;
-    paged_decode_mma_kernel<E, D, D><<<grid, kDecodeThreads, paged_decode_mma_shared_bytes(D, D), stream>>>(a);
+    paged_decode_mma_kernel<E, D, D, kFp8>
+        <<<grid, kDecodeThreads, paged_decode_mma_shared_bytes(D, D, kFp8), stream>>>(a);
   }
 #endif
   // The tensor-core kernel when it applies; false when the SIMT kernel must run.
@@ -139,6 +143,11 @@ struct PagedDecode {
       if ((int64_t(1) << shift) == a.block_size) a.block_shift = shift;
     }
     a.mask = Mask::from(c->params);
+    if constexpr (kFp8) {
+      const DLTensor *ks = c->tensors[XHAL_PAGED_ATTENTION_K_SCALE], *vs = c->tensors[XHAL_PAGED_ATTENTION_V_SCALE];
+      a.k_scale = static_cast<const float*>(ks->data), a.k_scale_per_head = ks->shape[0] > 1;
+      a.v_scale = static_cast<const float*>(vs->data), a.v_scale_per_head = vs->shape[0] > 1;
+    }
     // Split the longest possible context so that at least four blocks per multiprocessor are
     // launched (several waves keep the tail of the last one short), each split keeping at least
     // 256 keys.
@@ -162,7 +171,14 @@ struct PagedDecode {
     }
     auto stream = static_cast<gpuStream_t>(c->stream);
     const dim3 grid(unsigned(a.splits), unsigned(Hkv), unsigned(B));
-    if (!launch_mma(a, grid, stream)) {
+    const bool on_tensor_cores = launch_mma(a, grid, stream);
+    if constexpr (kFp8) {
+      if (!on_tensor_cores) {  // fp8_decode_supports admits only the tensor-core shapes
+        if (scratch != nullptr) c->host->scratch_free(c->host->ctx, c->device, scratch);
+        return kernels::kernel_error(msg, len, XHAL_ERR_INTERNAL,
+                                     "paged decode over an fp8 cache: no kernel for head dim %lld", (long long)a.D);
+      }
+    } else if (!on_tensor_cores) {
       const size_t shared = paged_decode_shared_bytes(a.group, a.D, a.Dv, sizeof(typename E::T));
       allow_shared_bytes(paged_decode_kernel<E>, kMaxDynamicSharedBytes);
       paged_decode_kernel<E><<<grid, kDecodeThreads, shared, stream>>>(a);
@@ -174,13 +190,53 @@ struct PagedDecode {
   }
 };
 
+#if !defined(__HIPCC__)
+// The fp8 cache's decode kernel: the tensor-core kernel's shapes (D == Dv a flash head dim, a
+// power-of-two block size, at most 16 query heads a kv head) with 16-bit queries; the rest goes to
+// the dequantizing kernel (paged_fp8_cache.cu).
+const char* fp8_decode_supports(void*, const xhal_op_call* c) {
+  const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE],
+                 *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
+  const DLTensor* table = c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE];
+  const int64_t D = q->shape[2], group = q->shape[1] / kc->shape[2], block_size = kc->shape[1];
+  if (kernels::float_dtype_of(q) == XHAL_DTYPE_F32) return "f32 queries (the tensor cores take 16-bit ones)";
+  if (vc->shape[3] != D || (D != 64 && D != 80 && D != 96 && D != 128 && D != 256)) {
+    return "head dims not equal and in {64, 80, 96, 128, 256}";
+  }
+  if (group > kMmaDecodeMaxGroup) return "more than 16 query heads a kv head";
+  if (block_size <= 0 || (block_size & (block_size - 1)) != 0) return "block size not a power of two";
+  for (const DLTensor* t : {kc, vc}) {
+    if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "caches not 16-byte aligned";
+    for (int d = 0; d < 3; ++d) {
+      if (t->strides[d] % 16 != 0) return "cache strides not multiples of 16 codes";
+    }
+  }
+  if (table->shape[1] > 1 && table->strides[1] != 1) return "block_table rows not contiguous";
+  return nullptr;
+}
+
+xhal_status fp8_decode(const xhal_op_call* c, char* msg, size_t len) {
+  return kernels::float_dtype_of(c->tensors[XHAL_PAGED_ATTENTION_Q]) == XHAL_DTYPE_F16
+             ? PagedDecode<F16, true>::run(c, msg, len)
+             : PagedDecode<BF16, true>::run(c, msg, len);  // f32 q: declined by fp8_decode_supports
+}
+#endif
+
+template <class E>
+using PagedDecode16 = PagedDecode<E>;
+
 }  // namespace
 
 XHAL_REGISTER_KERNELS(host) {
+#if !defined(__HIPCC__)
+  kernels::register_kernel(host, "cuda.paged_decode_fp8_cache", XHAL_OP_PAGED_ATTENTION, XHAL_DTYPE_F8_E4M3,
+                           &on_call_device<&fp8_decode>, accuracy_for(XHAL_DTYPE_BF16),
+                           {10, false, fp8_decode_supports});
+#endif
   register_float_kernels<GenericPagedAttention>(host, XHAL_GPU_BACKEND ".paged_attention_generic",
                                                 XHAL_OP_PAGED_ATTENTION, {0, true, generic_supports});
-  register_half_kernels<PagedDecode>(host, XHAL_GPU_BACKEND ".paged_decode_split_kv", XHAL_OP_PAGED_ATTENTION,
-                                     {10, false, decode_supports});
+  register_half_kernels<PagedDecode16>(host, XHAL_GPU_BACKEND ".paged_decode_split_kv", XHAL_OP_PAGED_ATTENTION,
+                                       {10, false, decode_supports});
 }
 
 }  // namespace xhal::gpu

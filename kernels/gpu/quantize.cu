@@ -4,7 +4,7 @@
 // again, from the cache); a dynamic per-tensor scale first reduces the whole tensor's largest |x|
 // into one word with atomicMax on the bits (a maximum does not depend on the order, and a NaN's
 // bits win). dequantize: rows over blocks, a chunk of codes a thread.
-#include "kernels/quantize.hpp"
+#include "fp8_codes.cuh"
 #include "launch.cuh"
 
 namespace xhal::gpu {
@@ -16,37 +16,6 @@ __device__ inline float warp_amax(float m) {
   for (int d = kWarpSize / 2; d > 0; d /= 2) m = kernels::amax_merge(m, warp_shfl_xor(m, d));
   return m;
 }
-
-// The codes of two scaled values (kernels/quantize.hpp's): for fp8 one conversion instruction for
-// both where the GPU has it (sm_89 and later), its NaN codes replaced by fp8.hpp's (the hardware's
-// drop the sign), so that every backend writes the same bytes.
-__device__ inline uint16_t codes_of_pair(float a, float b, kernels::QuantFormat format) {
-  if (format == kernels::QuantFormat::i8) return uint16_t(kernels::int8_code(a) | kernels::int8_code(b) << 8);
-  const bool e4m3 = format == kernels::QuantFormat::e4m3;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  uint16_t pair;
-  if (e4m3) {
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %2, %1;" : "=h"(pair) : "f"(a), "f"(b));
-  } else {
-    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %2, %1;" : "=h"(pair) : "f"(a), "f"(b));
-  }
-  if (a != a || b != b) {
-    const uint16_t nan_a = e4m3 ? float_to_f8_e4m3(a) : float_to_f8_e5m2(a);
-    const uint16_t nan_b = e4m3 ? float_to_f8_e4m3(b) : float_to_f8_e5m2(b);
-    pair = uint16_t((b != b ? nan_b : pair >> 8) << 8 | (a != a ? nan_a : pair & 0xFF));
-  }
-  return pair;
-#else
-  return uint16_t(e4m3 ? float_to_f8_e4m3(a) | float_to_f8_e4m3(b) << 8
-                       : float_to_f8_e5m2(a) | float_to_f8_e5m2(b) << 8);
-#endif
-}
-
-// VEC codes stored as one aligned word.
-template <int VEC>
-struct alignas(VEC) Codes {
-  uint8_t b[VEC];
-};
 
 // Rows over blocks, columns over threads (no division by the row length an element).
 template <class E, int VEC>

@@ -88,32 +88,15 @@ xhal_status xhal_attention_varlen(const DLTensor* q, const DLTensor* k, const DL
 xhal_status xhal_paged_attention(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
                                  const DLTensor* block_table, const DLTensor* seq_lens, const DLTensor* out,
                                  const xhal_attention_params* params, void* stream) {
-  return guarded([&] {
-    constexpr xhal::Op op = xhal::Op::paged_attention;
-    auto o = view(out, op, XHAL_PAGED_ATTENTION_OUT);
-    auto s = stream_for(o, stream);
-    xhal::ops::paged_attention(view(q, op, XHAL_PAGED_ATTENTION_Q), view(k_cache, op, XHAL_PAGED_ATTENTION_K_CACHE),
-                               view(v_cache, op, XHAL_PAGED_ATTENTION_V_CACHE),
-                               view(block_table, op, XHAL_PAGED_ATTENTION_BLOCK_TABLE),
-                               view(seq_lens, op, XHAL_PAGED_ATTENTION_SEQ_LENS), o, attention_params(params), ptr(s));
-  });
+  return xhal_paged_attention_scaled(q, k_cache, v_cache, block_table, seq_lens, out, params, nullptr, nullptr, stream);
 }
 
 xhal_status xhal_paged_prefill(const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
                                const DLTensor* cu_seqlens_q, const DLTensor* block_table, const DLTensor* seq_lens,
                                int64_t max_seqlen_q, const DLTensor* out, const xhal_attention_params* params,
                                const DLTensor* lse, void* stream) {
-  return guarded([&] {
-    constexpr xhal::Op op = xhal::Op::paged_prefill;
-    auto o = view(out, op, XHAL_PAGED_PREFILL_OUT);
-    auto s = stream_for(o, stream);
-    auto lse_view = optional_view(lse, op, XHAL_PAGED_PREFILL_LSE);
-    xhal::ops::paged_prefill(
-        view(q, op, XHAL_PAGED_PREFILL_Q), view(k_cache, op, XHAL_PAGED_PREFILL_K_CACHE),
-        view(v_cache, op, XHAL_PAGED_PREFILL_V_CACHE), view(cu_seqlens_q, op, XHAL_PAGED_PREFILL_CU_SEQLENS_Q),
-        view(block_table, op, XHAL_PAGED_PREFILL_BLOCK_TABLE), view(seq_lens, op, XHAL_PAGED_PREFILL_SEQ_LENS),
-        max_seqlen_q, o, attention_params(params), ptr(lse_view), ptr(s));
-  });
+  return xhal_paged_prefill_scaled(q, k_cache, v_cache, cu_seqlens_q, block_table, seq_lens, max_seqlen_q, out, params,
+                                   lse, nullptr, nullptr, stream);
 }
 
 xhal_status xhal_rms_norm(const DLTensor* x, const DLTensor* weight, float eps, const DLTensor* out, void* stream) {
@@ -430,14 +413,7 @@ xhal_status xhal_merge_attention_states(const DLTensor* out_a, const DLTensor* l
 
 xhal_status xhal_kv_cache_write(const DLTensor* k, const DLTensor* v, const DLTensor* slot_mapping,
                                 const DLTensor* k_cache, const DLTensor* v_cache, void* stream) {
-  return guarded([&] {
-    constexpr xhal::Op op = xhal::Op::kv_cache_write;
-    auto kc = view(k_cache, op, XHAL_KV_CACHE_WRITE_K_CACHE);
-    auto s = stream_for(kc, stream);
-    xhal::ops::kv_cache_write(view(k, op, XHAL_KV_CACHE_WRITE_K), view(v, op, XHAL_KV_CACHE_WRITE_V),
-                              view(slot_mapping, op, XHAL_KV_CACHE_WRITE_SLOT_MAPPING), kc,
-                              view(v_cache, op, XHAL_KV_CACHE_WRITE_V_CACHE), ptr(s));
-  });
+  return xhal_kv_cache_write_scaled(k, v, slot_mapping, k_cache, v_cache, nullptr, nullptr, stream);
 }
 
 xhal_status xhal_argmax(const DLTensor* logits, const DLTensor* indices, const DLTensor* values, void* stream) {

@@ -81,6 +81,23 @@ void scratch_free(void* ctx, int32_t device, void* ptr) {
   (*context->allocators)[size_t(device)]->deallocate(ptr);
 }
 
+xhal_status dispatch(void* ctx, const xhal_op_call* call, char* msg, size_t len) {
+  auto* context = static_cast<PluginHostContext*>(ctx);
+  if (call == nullptr || call->op < 0 || call->op >= XHAL_OP_COUNT || kernel_dtype_index(call->dtype) < 0 ||
+      call->host == nullptr) {
+    return write_message(msg, len, XHAL_ERR_INVALID_ARGUMENT,
+                         "dispatch: expected a call with a known op, a kernel dtype and the host API");
+  }
+  try {
+    context->registry->dispatch(context->type, *call);
+    return XHAL_OK;
+  } catch (const Error& e) {
+    return write_message(msg, len, static_cast<xhal_status>(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    return write_message(msg, len, XHAL_ERR_OUT_OF_MEMORY, "host memory exhausted");
+  }
+}
+
 }  // namespace
 
 xhal_host_api make_host_api(PluginHostContext* context) {
@@ -92,6 +109,7 @@ xhal_host_api make_host_api(PluginHostContext* context) {
   host.log = log_message;
   host.scratch_alloc = scratch_alloc;
   host.scratch_free = scratch_free;
+  host.dispatch = dispatch;
   return host;
 }
 

@@ -41,13 +41,13 @@ Registry::Registry() {
 }
 
 size_t Registry::slot(Op op, DeviceType backend, DType dtype) {
-  return (static_cast<size_t>(op) * kMaxBackends + static_cast<size_t>(backend)) * kNumDTypes +
-         static_cast<size_t>(dtype);
+  return (static_cast<size_t>(op) * kMaxBackends + static_cast<size_t>(backend)) * kNumKernelDTypes +
+         static_cast<size_t>(kernel_dtype_index(int(dtype)));
 }
 
 int64_t Registry::add(DeviceType backend, const xhal_kernel_desc& desc) {
-  if (desc.op < 0 || desc.op >= XHAL_OP_COUNT || desc.dtype < 0 || desc.dtype >= XHAL_DTYPE_COUNT ||
-      desc.run == nullptr || desc.name == nullptr) {
+  if (desc.op < 0 || desc.op >= XHAL_OP_COUNT || kernel_dtype_index(desc.dtype) < 0 || desc.run == nullptr ||
+      desc.name == nullptr) {
     throw Error(Errc::invalid_argument,
                 fmt::format("register_kernel: kernel '{}' has an unknown op or dtype or no run()",
                             desc.name ? desc.name : "(unnamed)"));
@@ -77,7 +77,7 @@ std::vector<registry::KernelInfo> Registry::list() const {
     for (const auto& impl : list) {
       const auto& d = impl->desc;
       size_t index = &list - table_.data();
-      auto backend = DeviceType(index / kNumDTypes % kMaxBackends);
+      auto backend = DeviceType(index / kNumKernelDTypes % kMaxBackends);
       out.push_back({Op(d.op), backend, DType(d.dtype), impl->name, d.priority, d.is_reference != 0, d.rtol, d.atol});
     }
   }
@@ -142,12 +142,12 @@ registry::Explanation Registry::explain_choice(DeviceType backend, const xhal_op
     for (const auto& c : ex.candidates) tried += fmt::format("; {} ({})", c.kernel, c.reason);
     // Name what exists for this op on this backend, or, when it has none, the ops it has.
     std::vector<std::string_view> dtypes, ops;
-    for (int d = 0; d < kNumDTypes; ++d) {
-      if (!table_[slot(op, backend, DType(d))].empty()) dtypes.push_back(dtype_name(DType(d)));
+    for (DType d : kKernelDTypes) {
+      if (!table_[slot(op, backend, d)].empty()) dtypes.push_back(dtype_name(d));
     }
     for (int o = 0; o < kNumOps; ++o) {
-      for (int d = 0; d < kNumDTypes; ++d) {
-        if (!table_[slot(Op(o), backend, DType(d))].empty()) {
+      for (DType d : kKernelDTypes) {
+        if (!table_[slot(Op(o), backend, d)].empty()) {
           ops.push_back(op_name(Op(o)));
           break;
         }

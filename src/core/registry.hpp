@@ -63,7 +63,7 @@ class Registry {
   static void run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& call, Ran* ran);
 
   mutable std::shared_mutex mutex_;
-  std::array<std::vector<std::shared_ptr<Impl>>, kNumOps * kMaxBackends * kNumDTypes> table_;
+  std::array<std::vector<std::shared_ptr<Impl>>, kNumOps * kMaxBackends * kNumKernelDTypes> table_;
   int64_t next_handle_ = 1;
   std::atomic<bool> strict_{false};
   std::atomic<bool> deterministic_{false};

@@ -16,6 +16,44 @@ void check_key_value(const ArgChecks& check, Arg k_name, const TensorView& k, Ar
   for (int d = 0; d + 1 < rank; ++d) check.dim(v_name, v, d, k.size(d), check.name(k_name));
 }
 
+void check_cache_pair(const ArgChecks& check, Arg k_name, const TensorView& k_cache, Arg v_name,
+                      const TensorView& v_cache, const TensorView& q) {
+  check.tensor(k_name, k_cache, 4);
+  if (k_cache.dtype() != DType::f8_e4m3 && k_cache.dtype() != q.dtype()) {
+    check.fail(k_name,
+               fmt::format("dtype {} (same as q) or f8_e4m3 (an fp8 cache, with scales)", dtype_name(q.dtype())),
+               dtype_name(k_cache.dtype()));
+  }
+  if (k_cache.dtype() != DType::f8_e4m3) return check_key_value(check, k_name, k_cache, v_name, v_cache, 4, q);
+  check.dim(k_name, k_cache, 3, q.size(-1), "head dim of q");
+  check.tensor(v_name, v_cache, 4);
+  check.dtype(v_name, v_cache, DType::f8_e4m3, " (same as k_cache)");
+  for (int d = 0; d < 3; ++d) check.dim(v_name, v_cache, d, k_cache.size(d), check.name(k_name));
+}
+
+void check_cache_scales(const ArgChecks& check, const TensorView& k_cache, Arg k_scale_slot, Arg v_scale_slot,
+                        const KvCacheScales& scales, Device device, Arg device_from) {
+  const bool fp8 = k_cache.dtype() == DType::f8_e4m3;
+  const int64_t Hkv = k_cache.size(2);
+  for (auto [slot, scale] : {std::pair{k_scale_slot, scales.k}, {v_scale_slot, scales.v}}) {
+    if (!fp8) {
+      if (scale != nullptr) {
+        check.fail(slot, "no scale (scales belong to an f8_e4m3 cache)",
+                   fmt::format("a scale with a {} cache", dtype_name(k_cache.dtype())));
+      }
+      continue;
+    }
+    if (scale == nullptr) check.fail(slot, "a scale for the f8_e4m3 cache ([1] or [Hkv] f32)", "none");
+    check.tensor(slot, *scale, 1);
+    check.dtype(slot, *scale, DType::f32, " (scales are f32)");
+    if (scale->size(0) != 1 && scale->size(0) != Hkv) {
+      check.fail(slot, fmt::format("[1] (the whole cache) or [{}] (one a kv head)", Hkv),
+                 fmt::format("[{}]", scale->size(0)));
+    }
+    check.same_device(slot, *scale, device, device_from);
+  }
+}
+
 void check_attention_out(const ArgChecks& check, const TensorView& out, const TensorView& q, int64_t value_dim) {
   check.tensor(XHAL_ATTENTION_OUT, out, q.ndim());
   check.dtype(XHAL_ATTENTION_OUT, out, q.dtype(), " (same as q)");

@@ -12,6 +12,13 @@ namespace xhal::ops {
 // k has `rank` dims, q's dtype and head dim `head_dim` last; v matches k in every dim but the last.
 void check_key_value(const ArgChecks& check, Arg k_name, const TensorView& k, Arg v_name, const TensorView& v, int rank,
                      const TensorView& q);
+// The paged ops' caches: as check_key_value, or f8_e4m3 caches (KvCacheScales) when q is a float.
+void check_cache_pair(const ArgChecks& check, Arg k_name, const TensorView& k_cache, Arg v_name,
+                      const TensorView& v_cache, const TensorView& q);
+// An fp8 cache's scales (f32, [1] or [Hkv], contiguous, on `device`): required when k_cache is
+// f8_e4m3, refused otherwise.
+void check_cache_scales(const ArgChecks& check, const TensorView& k_cache, Arg k_scale_slot, Arg v_scale_slot,
+                        const KvCacheScales& scales, Device device, Arg device_from);
 // out has q's rank and dtype, q's sizes in every dim but the last, and v's head dim last.
 void check_attention_out(const ArgChecks& check, const TensorView& out, const TensorView& q, int64_t value_dim);
 // Hq must be a multiple of Hkv (MQA/GQA), and Hkv > 0 when Hq > 0.

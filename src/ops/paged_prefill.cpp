@@ -12,12 +12,12 @@ namespace xhal::ops {
 void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
                    const TensorView& cu_seqlens_q, const TensorView& block_table, const TensorView& seq_lens,
                    int64_t max_seqlen_q, const TensorView& out, const AttentionParams& params, const TensorView* lse,
-                   const Stream* stream) {
+                   const KvCacheScales& scales, const Stream* stream) {
   const ArgChecks check(Op::paged_prefill);
   check.tensor(XHAL_PAGED_PREFILL_Q, q, 3);
   check.float_dtype(XHAL_PAGED_PREFILL_Q, q);
   const int64_t Tq = q.size(0), Hq = q.size(1), D = q.size(2);
-  check_key_value(check, XHAL_PAGED_PREFILL_K_CACHE, k_cache, XHAL_PAGED_PREFILL_V_CACHE, v_cache, 4, q);
+  check_cache_pair(check, XHAL_PAGED_PREFILL_K_CACHE, k_cache, XHAL_PAGED_PREFILL_V_CACHE, v_cache, q);
   const int64_t block_size = k_cache.size(1), Hkv = k_cache.size(2);
   check_attention_out(check, out, q, v_cache.size(3));
   check_head_ratio(check, Hq, Hkv);
@@ -36,6 +36,8 @@ void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorV
                          {XHAL_PAGED_PREFILL_SEQ_LENS, &seq_lens}}) {
     check.same_device(name, *t, device, XHAL_PAGED_PREFILL_OUT);
   }
+  check_cache_scales(check, k_cache, XHAL_PAGED_PREFILL_K_SCALE, XHAL_PAGED_PREFILL_V_SCALE, scales, device,
+                     XHAL_PAGED_PREFILL_OUT);
   if (lse != nullptr) check_packed_lse(check, XHAL_PAGED_PREFILL_LSE, *lse, Hq, Tq, device, XHAL_PAGED_PREFILL_OUT);
   const std::initializer_list<std::pair<Arg, const TensorView*>> inputs = {
       {XHAL_PAGED_PREFILL_Q, &q},
@@ -49,7 +51,15 @@ void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorV
     check.apart(XHAL_PAGED_PREFILL_LSE, *lse, inputs);
     check.apart(XHAL_PAGED_PREFILL_LSE, *lse, {{XHAL_PAGED_PREFILL_OUT, &out}});
   }
-  OpCall call(Op::paged_prefill, q.dtype(), device, stream);
+  if (scales.k != nullptr) {
+    for (const TensorView* written : {&out, lse}) {
+      if (written == nullptr) continue;
+      check.apart(written == &out ? XHAL_PAGED_PREFILL_OUT : XHAL_PAGED_PREFILL_LSE, *written,
+                  {{XHAL_PAGED_PREFILL_K_SCALE, scales.k}, {XHAL_PAGED_PREFILL_V_SCALE, scales.v}});
+    }
+  }
+  // An fp8 cache keys the kernel by its dtype: only kernels written for one see such a call.
+  OpCall call(Op::paged_prefill, scales.k != nullptr ? k_cache.dtype() : q.dtype(), device, stream);
   xhal_attention_op_params op_params = attention_op_params(check, params, D);
   op_params.max_seqlen_q = max_seqlen_q;
   // The most keys a sequence can have: what the table addresses.
@@ -65,7 +75,17 @@ void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorV
   call.set(XHAL_PAGED_PREFILL_CU_SEQLENS_Q, cu_seqlens_q);
   call.set(XHAL_PAGED_PREFILL_BLOCK_TABLE, block_table);
   call.set(XHAL_PAGED_PREFILL_SEQ_LENS, seq_lens);
+  call.set(XHAL_PAGED_PREFILL_K_SCALE, scales.k);
+  call.set(XHAL_PAGED_PREFILL_V_SCALE, scales.v);
   call.run();
+}
+
+void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                   const TensorView& cu_seqlens_q, const TensorView& block_table, const TensorView& seq_lens,
+                   int64_t max_seqlen_q, const TensorView& out, const AttentionParams& params, const TensorView* lse,
+                   const Stream* stream) {
+  paged_prefill(q, k_cache, v_cache, cu_seqlens_q, block_table, seq_lens, max_seqlen_q, out, params, lse,
+                KvCacheScales{}, stream);
 }
 
 }  // namespace xhal::ops
