@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -182,6 +182,30 @@ TEST_F(Registry, UnregisteredKernelIsGone) {
   registry::unregister_kernel(handle_);
   run_rms_norm(4);
   EXPECT_EQ(g_fast_runs, 0);
+}
+
+// Kernels key by the compute dtypes and by the storage types whose calls they decide (F8_E4M3,
+// F8_E5M2, I8: an fp8 KV cache's calls carry its dtype); U8 and codes between the two ranges key
+// none, and registering for them is refused.
+TEST(RegistryKeys, StorageTypesKeyKernelsOthersAreRefused) {
+  xhal_kernel_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.name = "test.e5m2_cache_write";
+  desc.op = XHAL_OP_KV_CACHE_WRITE;
+  desc.dtype = XHAL_DTYPE_F8_E5M2;
+  desc.run = fast_run;
+  const int64_t handle = registry::register_kernel(DeviceType::cpu, desc);
+  const auto kernels = registry::list_kernels();
+  const auto listed =
+      std::find_if(kernels.begin(), kernels.end(), [](const auto& k) { return k.name == "test.e5m2_cache_write"; });
+  ASSERT_NE(listed, kernels.end());
+  EXPECT_EQ(listed->dtype, DType::f8_e5m2);
+  EXPECT_EQ(listed->op, Op::kv_cache_write);
+  registry::unregister_kernel(handle);
+  for (const xhal_dtype refused : {XHAL_DTYPE_U8, xhal_dtype(XHAL_DTYPE_COUNT), xhal_dtype(15), xhal_dtype(-1)}) {
+    desc.dtype = refused;
+    EXPECT_THROW(registry::register_kernel(DeviceType::cpu, desc), Error) << "dtype code " << int(refused);
+  }
 }
 
 TEST(RegistryNames, OpNamesRoundTrip) {
