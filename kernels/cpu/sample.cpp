@@ -39,7 +39,7 @@ uint32_t sorted_threshold(const SampleRowWork& w, int64_t n, const kernels::Samp
 template <class E>
 struct SampleReference {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return sample_rows<E>(c, msg, len, "cpu.sample", scalar_weights, sorted_threshold);
+    return sample_rows<E, ScalarRowPasses>(c, msg, len, "cpu.sample", scalar_weights, sorted_threshold);
   }
 };
 

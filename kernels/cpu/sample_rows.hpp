@@ -2,9 +2,11 @@
 // greedy, holds a NaN or +inf, or is all -inf takes argmax's pick), its keys and weights, top-k's
 // and top-p's threshold from `threshold`, then the draw by a walk in index order (kernels/sampling.hpp
 // has the arithmetic every backend shares). The kernels differ in how they find the threshold and
-// compute the weights.
+// compute the weights, and may run the row's passes (its largest value, the kept weight of a span)
+// in vectors.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -23,6 +25,7 @@ struct SampleRowWork {
   uint32_t* keys;
   float* weights;
   uint32_t* order;  // the reference's positions sorted by key
+  uint64_t* spans;  // the draw's kept weight a span of kDrawSpan positions
 };
 
 inline uint64_t weight_at(const SampleRowWork& w, int64_t i) { return uint64_t(w.weights[i]); }
@@ -42,13 +45,47 @@ inline bool sample_kept(const SampleRowWork& w, int64_t i, uint32_t threshold, u
   return w.keys[i] >= threshold && weight_at(w, i) >= min_weight;
 }
 
-// The drawn token among the kept ones (at least the largest logit, weight 2^40).
-inline int64_t sample_draw(const SampleRowWork& w, int64_t n, const kernels::SampleRow& s, uint32_t threshold) {
+// The scalar row passes (the reference's; the SIMD kernel has vector ones of the same results):
+// the row as f32 into x with its largest value and whether it holds a NaN or +inf, and the kept
+// weight of positions [begin, end) (an integer sum, exact in any order).
+struct ScalarRowPasses {
+  template <class E>
+  static float load_row(const typename E::Storage* row, int64_t n, float* x, bool* special) {
+    float max = -INFINITY;
+    bool found = false;
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = E::load(row[i]);
+      found = found || x[i] != x[i] || x[i] == INFINITY;
+      max = x[i] > max ? x[i] : max;
+    }
+    *special = found;
+    return max;
+  }
+  static uint64_t kept_weight(const SampleRowWork& w, int64_t begin, int64_t end, uint32_t threshold,
+                              uint64_t min_weight) {
+    uint64_t total = 0;
+    for (int64_t i = begin; i < end; ++i) total += sample_kept(w, i, threshold, min_weight) ? weight_at(w, i) : 0;
+    return total;
+  }
+};
+
+// The drawn token among the kept ones (at least the largest logit, weight 2^40): the kept weight
+// of each span of kDrawSpan positions, then the walk through the span that holds the point.
+inline constexpr int64_t kDrawSpan = 1024;
+template <class Passes>
+int64_t sample_draw(const SampleRowWork& w, int64_t n, const kernels::SampleRow& s, uint32_t threshold) {
+  const int64_t spans = (n + kDrawSpan - 1) / kDrawSpan;
+  uint64_t* span_weight = w.spans;
   uint64_t total = 0;
-  for (int64_t i = 0; i < n; ++i) total += sample_kept(w, i, threshold, s.min_weight) ? weight_at(w, i) : 0;
+  for (int64_t b = 0; b < spans; ++b) {
+    span_weight[b] = Passes::kept_weight(w, b * kDrawSpan, std::min(n, (b + 1) * kDrawSpan), threshold, s.min_weight);
+    total += span_weight[b];
+  }
   const uint64_t point = kernels::sample_point(s, total);
   uint64_t below = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t b = 0;
+  for (; b + 1 < spans && below + span_weight[b] <= point; ++b) below += span_weight[b];
+  for (int64_t i = b * kDrawSpan; i < n; ++i) {
     if (!sample_kept(w, i, threshold, s.min_weight)) continue;
     below += weight_at(w, i);
     if (below > point) return i;
@@ -57,8 +94,9 @@ inline int64_t sample_draw(const SampleRowWork& w, int64_t n, const kernels::Sam
 }
 
 // Weights(const float* x, n, max, temperature, SampleRowWork&) fills keys and weights;
-// Threshold(const SampleRowWork&, n, const SampleRow&) returns the key threshold (0: none).
-template <class E, class Weights, class Threshold>
+// Threshold(const SampleRowWork&, n, const SampleRow&) returns the key threshold (0: none);
+// Passes: ScalarRowPasses or one with its members.
+template <class E, class Passes, class Weights, class Threshold>
 xhal_status sample_rows(const xhal_op_call* c, char* msg, size_t len, const char* kernel_name, Weights&& weights,
                         Threshold&& threshold) {
   using S = typename E::Storage;
@@ -72,6 +110,7 @@ xhal_status sample_rows(const xhal_op_call* c, char* msg, size_t len, const char
   layout.take<uint32_t>(n);
   layout.take<float>(n);
   layout.take<uint32_t>(n);
+  layout.take<uint64_t>((n + kDrawSpan - 1) / kDrawSpan);
   ThreadWorkspaces spaces(c, layout.bytes(), rows);
   if (!spaces.ok()) return workspaces_refused(msg, len, kernel_name, layout.bytes());
   RegionErrors errors;
@@ -80,22 +119,18 @@ xhal_status sample_rows(const xhal_op_call* c, char* msg, size_t len, const char
     errors.capture([&] {
       Carver carve(spaces.of_this_thread());
       float* x = carve.take<float>(n);
-      SampleRowWork work{carve.take<uint32_t>(n), carve.take<float>(n), carve.take<uint32_t>(n)};
+      SampleRowWork work{carve.take<uint32_t>(n), carve.take<float>(n), carve.take<uint32_t>(n),
+                         carve.take<uint64_t>((n + kDrawSpan - 1) / kDrawSpan)};
       const S* row = logits.row(r);
       const kernels::SampleRow s = args.row(r, n);
-      float max = -INFINITY;
       bool special = false;  // a NaN or +inf
-      for (int64_t i = 0; i < n; ++i) {
-        x[i] = E::load(row[i]);
-        special = special || x[i] != x[i] || x[i] == INFINITY;
-        max = x[i] > max ? x[i] : max;
-      }
+      const float max = Passes::template load_row<E>(row, n, x, &special);
       int64_t token = 0;
       if (s.greedy || special || max == -INFINITY) {
         token = argmax_position<E>(row, n);
       } else {
         weights(x, n, max, s.temperature, work);
-        token = sample_draw(work, n, s, threshold(work, n, s));
+        token = sample_draw<Passes>(work, n, s, threshold(work, n, s));
       }
       if (wide) {
         static_cast<int64_t*>(tokens->data)[r] = token;

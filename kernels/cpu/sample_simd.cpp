@@ -3,13 +3,16 @@
 // the scalar code only where the target fuses multiply-adds, so targets without FMA compute them
 // one at a time. top-k's and top-p's thresholds come from radix selects on the keys (8-bit digits,
 // the highest first) instead of the reference's sort: the first digit's pass goes over the row, the
-// later ones over the positions the chosen digits still admit. Registered above cpu.sample.
+// later ones over the positions the chosen digits still admit (gathered by vector compression). The
+// row's largest value and the draw's kept weights are vector passes too (SimdRowPasses). Registered
+// above cpu.sample.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/sample_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include "kernels/cpu/kernel_registration.hpp"
@@ -54,6 +57,91 @@ void simd_weights(const float* x, int64_t n, float max, float temperature, Sampl
   scalar_keys_and_weights(x, i, n, max, temperature, w);
 }
 
+// The row passes of sample_rows in vectors, the same results as ScalarRowPasses: a largest value
+// and integer sums do not depend on the order (a span's kept weight, under 1024 * 2^40, is exact in
+// f64 lanes; each weight is truncated to its integer first, as weight_at does).
+struct SimdRowPasses {
+  template <class E>
+  static float load_row(const typename E::Storage* row, int64_t n, float* x, bool* special) {
+#if HWY_TARGET == HWY_SCALAR
+    return ScalarRowPasses::load_row<E>(row, n, x, special);
+#else
+    const DF df;
+    const int64_t lanes = int64_t(hn::Lanes(df));
+    VF largest = hn::Set(df, -INFINITY), odd = hn::Zero(df);  // odd: a lane has seen a NaN or +inf
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+      const VF v = load_f32<E>(row + i);
+      hn::StoreU(v, df, x + i);
+      largest = hn::Max(largest, v);
+      odd = hn::Or(odd, hn::VecFromMask(df, hn::Or(hn::IsNaN(v), hn::Eq(v, hn::Set(df, INFINITY)))));
+    }
+    bool tail_special = false;
+    const float tail_max = ScalarRowPasses::load_row<E>(row + i, n - i, x + i, &tail_special);
+    *special = tail_special || !hn::AllFalse(df, hn::MaskFromVec(odd));
+    const float head_max = hn::GetLane(hn::MaxOfLanes(df, largest));
+    return head_max > tail_max ? head_max : tail_max;
+#endif
+  }
+
+  // A span of at most kDrawSpan positions (sample_draw's), whose sum the f64 lanes hold exactly.
+  static uint64_t kept_weight(const SampleRowWork& w, int64_t begin, int64_t end, uint32_t threshold,
+                              uint64_t min_weight) {
+#if HWY_TARGET == HWY_SCALAR
+    return ScalarRowPasses::kept_weight(w, begin, end, threshold, min_weight);
+#else
+    const DF df;
+    const hn::RebindToSigned<DF> di;
+    const hn::Half<DF> dh;
+    const hn::Rebind<double, decltype(dh)> dd;
+    const int64_t lanes = int64_t(hn::Lanes(df));
+    // weight_at(i) >= min_weight exactly when the float is at least the least float >= min_weight.
+    float least = float(min_weight);
+    if (double(least) < double(min_weight)) least = std::nextafter(least, INFINITY);
+    // Keys compare as unsigned: flipped sign bits compare the same way as signed.
+    const auto flip = hn::Set(di, int32_t(0x80000000u));
+    const auto threshold_flipped = hn::Xor(hn::Set(di, int32_t(threshold)), flip);
+    auto sum = hn::Zero(dd);
+    int64_t i = begin;
+    for (; i + lanes <= end; i += lanes) {
+      const auto keys = hn::Xor(hn::LoadU(di, reinterpret_cast<const int32_t*>(w.keys + i)), flip);
+      const VF weights = hn::LoadU(df, w.weights + i);
+      const auto kept = hn::And(hn::RebindMask(df, hn::Not(hn::Lt(keys, threshold_flipped))),
+                                hn::Not(hn::Lt(weights, hn::Set(df, least))));
+      const VF kept_weights = hn::Trunc(hn::IfThenElseZero(kept, weights));
+      sum = hn::Add(sum, hn::Add(hn::PromoteTo(dd, hn::LowerHalf(dh, kept_weights)),
+                                 hn::PromoteTo(dd, hn::UpperHalf(dh, kept_weights))));
+    }
+    return uint64_t(hn::GetLane(hn::SumOfLanes(dd, sum))) +
+           ScalarRowPasses::kept_weight(w, i, end, threshold, min_weight);
+#endif
+  }
+};
+
+// The positions i < n whose key agrees with `prefix` under `mask`, in order, into order; their
+// count. Vectors of keys compressed to the positions that match (vpcompressd on AVX-512), where
+// the scalar loop's data-dependent store and branch made this the costliest pass of a row.
+int64_t positions_matching(const uint32_t* keys, int64_t n, uint32_t prefix, uint32_t mask, uint32_t* order) {
+  int64_t count = 0, i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<uint32_t> du;
+  const int64_t lanes = int64_t(hn::Lanes(du));
+  auto index = hn::Iota(du, 0);
+  for (; i + lanes <= n; i += lanes) {
+    const auto match = hn::Eq(hn::And(hn::LoadU(du, keys + i), hn::Set(du, mask)), hn::Set(du, prefix));
+    // Compressed in a register, then a whole vector stored from order + count (within order[0, i +
+    // lanes), as count <= i): Zen 4 runs vpcompressd to memory as a slow microcoded sequence.
+    hn::StoreU(hn::Compress(index, match), du, order + count);
+    count += int64_t(hn::CountTrue(du, match));
+    index = hn::Add(index, hn::Set(du, uint32_t(lanes)));
+  }
+#endif
+  for (; i < n; ++i) {
+    if ((keys[i] & mask) == prefix) order[count++] = uint32_t(i);
+  }
+  return count;
+}
+
 // The largest key t whose measure over the keys >= t (and >= floor) reaches `need`, or with
 // top_p >= 0 top-p's target of their total. `order` holds the candidates after the first digit.
 template <class Measure>
@@ -87,9 +175,7 @@ uint32_t radix_select(const SampleRowWork& w, int64_t n, uint32_t floor, uint64_
     // The positions whose keys agree with the digits chosen so far.
     const uint32_t mask = ~uint32_t(0) << shift;
     if (shift == 24) {
-      for (int64_t i = 0; i < n; ++i) {
-        if ((w.keys[i] & mask) == prefix) w.order[candidates++] = uint32_t(i);
-      }
+      candidates = positions_matching(w.keys, n, prefix, mask, w.order);
     } else {
       int64_t kept = 0;
       for (int64_t j = 0; j < candidates; ++j) {
@@ -112,8 +198,9 @@ uint32_t radix_threshold(const SampleRowWork& w, int64_t n, const kernels::Sampl
 
 xhal_status sample_simd(const xhal_op_call* c, char* msg, size_t len) {
   xhal_status s = XHAL_OK;
-  with_element(c->dtype,
-               [&]<class E>() { s = sample_rows<E>(c, msg, len, "cpu.sample_simd", simd_weights, radix_threshold); });
+  with_element(c->dtype, [&]<class E>() {
+    s = sample_rows<E, SimdRowPasses>(c, msg, len, "cpu.sample_simd", simd_weights, radix_threshold);
+  });
   return s;
 }
 
