@@ -11,8 +11,9 @@
 namespace xhal::cpu {
 namespace {
 
-void scalar_weights(const float* x, int64_t n, float max, float temperature, SampleRowWork& w) {
-  scalar_keys_and_weights(x, 0, n, max, temperature, w);
+template <class E>
+void scalar_weights(const typename E::Storage* row, int64_t n, float max, float temperature, SampleRowWork& w) {
+  scalar_keys_and_weights<E>(row, 0, n, max, temperature, w);
 }
 
 uint32_t sorted_threshold(const SampleRowWork& w, int64_t n, const kernels::SampleRow& s) {
@@ -39,7 +40,7 @@ uint32_t sorted_threshold(const SampleRowWork& w, int64_t n, const kernels::Samp
 template <class E>
 struct SampleReference {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    return sample_rows<E, ScalarRowPasses>(c, msg, len, "cpu.sample", scalar_weights, sorted_threshold);
+    return sample_rows<E, ScalarRowPasses>(c, msg, len, "cpu.sample", scalar_weights<E>, sorted_threshold);
   }
 };
 

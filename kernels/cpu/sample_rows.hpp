@@ -30,13 +30,15 @@ struct SampleRowWork {
 
 inline uint64_t weight_at(const SampleRowWork& w, int64_t i) { return uint64_t(w.weights[i]); }
 
-// Positions [begin, n)'s keys and weights one at a time: the reference's whole row, the SIMD
-// kernel's remainder.
-inline void scalar_keys_and_weights(const float* x, int64_t begin, int64_t n, float max, float temperature,
-                                    SampleRowWork& w) {
+// Positions [begin, n)'s keys and weights one at a time, from the row as stored: the reference's
+// whole row, the SIMD kernel's remainder.
+template <class E>
+void scalar_keys_and_weights(const typename E::Storage* row, int64_t begin, int64_t n, float max, float temperature,
+                             SampleRowWork& w) {
   for (int64_t i = begin; i < n; ++i) {
-    w.keys[i] = kernels::order_key(x[i]);
-    w.weights[i] = kernels::sample_exp((x[i] - max) / temperature) * 1099511627776.0f;  // 2^40
+    const float x = E::load(row[i]);
+    w.keys[i] = kernels::order_key(x);
+    w.weights[i] = kernels::sample_exp((x - max) / temperature) * 1099511627776.0f;  // 2^40
   }
 }
 
@@ -46,17 +48,17 @@ inline bool sample_kept(const SampleRowWork& w, int64_t i, uint32_t threshold, u
 }
 
 // The scalar row passes (the reference's; the SIMD kernel has vector ones of the same results):
-// the row as f32 into x with its largest value and whether it holds a NaN or +inf, and the kept
-// weight of positions [begin, end) (an integer sum, exact in any order).
+// the row's largest value and whether it holds a NaN or +inf, and the kept weight of positions
+// [begin, end) (an integer sum, exact in any order).
 struct ScalarRowPasses {
   template <class E>
-  static float load_row(const typename E::Storage* row, int64_t n, float* x, bool* special) {
+  static float row_max(const typename E::Storage* row, int64_t n, bool* special) {
     float max = -INFINITY;
     bool found = false;
     for (int64_t i = 0; i < n; ++i) {
-      x[i] = E::load(row[i]);
-      found = found || x[i] != x[i] || x[i] == INFINITY;
-      max = x[i] > max ? x[i] : max;
+      const float x = E::load(row[i]);
+      found = found || x != x || x == INFINITY;
+      max = x > max ? x : max;
     }
     *special = found;
     return max;
@@ -93,7 +95,7 @@ int64_t sample_draw(const SampleRowWork& w, int64_t n, const kernels::SampleRow&
   return n - 1;  // not reached: the last kept token's sum is total > point
 }
 
-// Weights(const float* x, n, max, temperature, SampleRowWork&) fills keys and weights;
+// Weights(const E::Storage* row, n, max, temperature, SampleRowWork&) fills keys and weights;
 // Threshold(const SampleRowWork&, n, const SampleRow&) returns the key threshold (0: none);
 // Passes: ScalarRowPasses or one with its members.
 template <class E, class Passes, class Weights, class Threshold>
@@ -106,7 +108,6 @@ xhal_status sample_rows(const xhal_op_call* c, char* msg, size_t len, const char
   const int64_t n = logits.size(-1), rows = logits.rows();
   const kernels::SampleArgs args = kernels::sample_args(c);
   Carver layout;
-  layout.take<float>(n);
   layout.take<uint32_t>(n);
   layout.take<float>(n);
   layout.take<uint32_t>(n);
@@ -118,18 +119,17 @@ xhal_status sample_rows(const xhal_op_call* c, char* msg, size_t len, const char
   for (int64_t r = 0; r < rows; ++r) {
     errors.capture([&] {
       Carver carve(spaces.of_this_thread());
-      float* x = carve.take<float>(n);
       SampleRowWork work{carve.take<uint32_t>(n), carve.take<float>(n), carve.take<uint32_t>(n),
                          carve.take<uint64_t>((n + kDrawSpan - 1) / kDrawSpan)};
       const S* row = logits.row(r);
       const kernels::SampleRow s = args.row(r, n);
       bool special = false;  // a NaN or +inf
-      const float max = Passes::template load_row<E>(row, n, x, &special);
+      const float max = Passes::template row_max<E>(row, n, &special);
       int64_t token = 0;
       if (s.greedy || special || max == -INFINITY) {
         token = argmax_position<E>(row, n);
       } else {
-        weights(x, n, max, s.temperature, work);
+        weights(row, n, max, s.temperature, work);
         token = sample_draw<Passes>(work, n, s, threshold(work, n, s));
       }
       if (wide) {

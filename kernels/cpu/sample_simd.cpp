@@ -22,7 +22,8 @@
 HWY_BEFORE_NAMESPACE();
 namespace xhal::cpu::HWY_NAMESPACE {
 
-void simd_weights(const float* x, int64_t n, float max, float temperature, SampleRowWork& w) {
+template <class E>
+void simd_weights(const typename E::Storage* row, int64_t n, float max, float temperature, SampleRowWork& w) {
   int64_t i = 0;
 #if HWY_NATIVE_FMA
   const DF df;
@@ -30,7 +31,7 @@ void simd_weights(const float* x, int64_t n, float max, float temperature, Sampl
   const hn::RebindToSigned<DF> di;
   const int64_t lanes = int64_t(hn::Lanes(df));
   for (; i + lanes <= n; i += lanes) {
-    const VF v = hn::LoadU(df, x + i);
+    const VF v = load_f32<E>(row + i);
     const auto bits = hn::BitCast(du, v);
     const auto negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, v), hn::Zero(di)));
     hn::StoreU(hn::IfThenElse(negative, hn::Not(bits), hn::Or(bits, hn::Set(du, 0x80000000u))), du, w.keys + i);
@@ -54,7 +55,7 @@ void simd_weights(const float* x, int64_t n, float max, float temperature, Sampl
     hn::StoreU(hn::IfThenElseZero(in_range, weight), df, w.weights + i);
   }
 #endif
-  scalar_keys_and_weights(x, i, n, max, temperature, w);
+  scalar_keys_and_weights<E>(row, i, n, max, temperature, w);
 }
 
 // The row passes of sample_rows in vectors, the same results as ScalarRowPasses: a largest value
@@ -62,9 +63,9 @@ void simd_weights(const float* x, int64_t n, float max, float temperature, Sampl
 // f64 lanes; each weight is truncated to its integer first, as weight_at does).
 struct SimdRowPasses {
   template <class E>
-  static float load_row(const typename E::Storage* row, int64_t n, float* x, bool* special) {
+  static float row_max(const typename E::Storage* row, int64_t n, bool* special) {
 #if HWY_TARGET == HWY_SCALAR
-    return ScalarRowPasses::load_row<E>(row, n, x, special);
+    return ScalarRowPasses::row_max<E>(row, n, special);
 #else
     const DF df;
     const int64_t lanes = int64_t(hn::Lanes(df));
@@ -72,12 +73,11 @@ struct SimdRowPasses {
     int64_t i = 0;
     for (; i + lanes <= n; i += lanes) {
       const VF v = load_f32<E>(row + i);
-      hn::StoreU(v, df, x + i);
       largest = hn::Max(largest, v);
       odd = hn::Or(odd, hn::VecFromMask(df, hn::Or(hn::IsNaN(v), hn::Eq(v, hn::Set(df, INFINITY)))));
     }
     bool tail_special = false;
-    const float tail_max = ScalarRowPasses::load_row<E>(row + i, n - i, x + i, &tail_special);
+    const float tail_max = ScalarRowPasses::row_max<E>(row + i, n - i, &tail_special);
     *special = tail_special || !hn::AllFalse(df, hn::MaskFromVec(odd));
     const float head_max = hn::GetLane(hn::MaxOfLanes(df, largest));
     return head_max > tail_max ? head_max : tail_max;
@@ -199,7 +199,7 @@ uint32_t radix_threshold(const SampleRowWork& w, int64_t n, const kernels::Sampl
 xhal_status sample_simd(const xhal_op_call* c, char* msg, size_t len) {
   xhal_status s = XHAL_OK;
   with_element(c->dtype, [&]<class E>() {
-    s = sample_rows<E, SimdRowPasses>(c, msg, len, "cpu.sample_simd", simd_weights, radix_threshold);
+    s = sample_rows<E, SimdRowPasses>(c, msg, len, "cpu.sample_simd", simd_weights<E>, radix_threshold);
   });
   return s;
 }
