@@ -159,7 +159,7 @@ void expect_message(xhal_status status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int op = in.ConsumeIntegralInRange<int>(0, 28);
+  const int op = in.ConsumeIntegralInRange<int>(0, 31);
   Palette palette;
   for (auto& extent : palette.extents) extent = in.ConsumeIntegralInRange<int64_t>(1, 9);
   static constexpr DLDataType kFloatTypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
@@ -290,6 +290,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       call = [&, bias, op] {
         return op == 27 ? xhal_linear_fp8(t[0], t[1], t[3], t[6], bias, t[2], nullptr)
                         : xhal_linear_int8(t[0], t[1], t[3], t[6], bias, t[2], nullptr);
+      };
+      break;
+    }
+    case 29:
+    case 30:
+    case 31: {  // the fp8 KV cache: caches mostly e4m3 codes, scales as the palette makes them
+      for (const size_t i : {size_t(op == 29 ? 2 : 1), size_t(op == 29 ? 3 : 2)}) {
+        DLTensor& cache = f[i].t;
+        if (in.ConsumeBool() && cache.dtype.bits >= 8 && cache.dtype.lanes == 1) cache.dtype = DLDataType{10, 8, 1};
+      }
+      const DLTensor* k_scale = in.ConsumeBool() ? t[4] : nullptr;
+      const DLTensor* v_scale = in.ConsumeBool() ? t[op == 30 ? 7 : 4] : nullptr;
+      const int64_t max_q = in.ConsumeIntegralInRange<int64_t>(-1, 64);
+      const DLTensor* lse = in.ConsumeBool() ? t[4] : nullptr;
+      call = [&, k_scale, v_scale, max_q, lse, op] {
+        if (op == 29) return xhal_kv_cache_write_scaled(t[0], t[1], t[5], t[2], t[3], k_scale, v_scale, nullptr);
+        if (op == 30) {
+          return xhal_paged_attention_scaled(t[0], t[1], t[2], t[5], t[6], t[3], maybe_params, k_scale, v_scale,
+                                             nullptr);
+        }
+        return xhal_paged_prefill_scaled(t[0], t[1], t[2], t[5], t[6], t[7], max_q, t[3], maybe_params, lse, k_scale,
+                                         v_scale, nullptr);
       };
       break;
     }
