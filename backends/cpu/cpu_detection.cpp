@@ -47,6 +47,17 @@ bool detect_int8_dot() {
 #endif
 }
 
+// An AMD CPU (CPUID leaf 0's vendor string "AuthenticAMD").
+bool detect_amd() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;  // "Auth" "enti" "cAMD"
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 std::string cpu_model_name() {
@@ -73,7 +84,8 @@ const char* simd_arch(int* lanes) {
 }
 
 std::string configure_cpu_features(const char* disable_list) {
-  CpuFeatures features{detect_bf16_convert(), detect_amx_bf16(), detect_int8_dot()};
+  CpuFeatures features{detect_bf16_convert(), detect_amx_bf16(), detect_int8_dot(), false};
+  features.bf16_dot_fast = features.bf16_convert && detect_amd();
   std::string unknown;
   std::stringstream names(disable_list != nullptr ? disable_list : "");
   for (std::string item; std::getline(names, item, ',');) {
@@ -83,13 +95,14 @@ std::string configure_cpu_features(const char* disable_list) {
     std::string name = item.substr(first, last - first + 1);
     for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
     if (name == "avx512_bf16") {
-      features.bf16_convert = false;
+      features.bf16_convert = features.bf16_dot_fast = false;
     } else if (name == "amx") {
       features.amx_bf16 = false;
     } else if (name == "vnni") {
       features.int8_dot = false;
     } else if (name == "avx512") {
-      features.amx_bf16 = false;  // the AMX kernels use AVX-512 too
+      features.amx_bf16 = false;  // the AMX kernels use AVX-512 too, and so does oneDNN's bf16 matmul
+      features.bf16_dot_fast = false;
 #if defined(XHAL_HAVE_HIGHWAY)
       hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
     } else if (name == "avx2") {

@@ -1,10 +1,11 @@
-// linear in bf16 on CPUs with AMX through oneDNN's matmul: its brgemm kernels multiply bf16 tiles
-// as stored, with f32 accumulation, where the BLAS path converts x and w to f32 for sgemm first.
-// On the 2-vCPU AMX Xeon, 4096³ took 106-121 ms against the BLAS path's 452-455. Without AMX,
-// oneDNN's bf16 kernels (vdpbf16ps) were slower than the BLAS path, so the kernel stands aside
-// there (docs/journal/kernel-notes.md). Registered for bf16 only, above the BLAS kernel and below the
-// few-rows one (decode's rows read w once as stored, faster than a GEMM). oneDNN's scratchpad
-// comes from the core's allocator.
+// linear in bf16 through oneDNN's matmul where it beats the BLAS path (which converts x and w to
+// f32 for sgemm): on CPUs with AMX its brgemm kernels multiply bf16 tiles as stored (the 2-vCPU AMX
+// Xeon: 4096³ in 106-121 ms against 452-455), and on AMD CPUs with AVX512_BF16 its vdpbf16ps
+// kernels do twice the multiply-adds of an f32 FMA at the same rate (the 2-vCPU Zen 4 EPYC: 344 ms
+// against 706). On Intel CPUs without AMX those kernels were slower than sgemm (690 ms against
+// 452 on the Xeon with AMX set aside), so the kernel stands aside there (docs/journal/kernel-notes.md).
+// Registered for bf16 only, above the BLAS kernel and below the few-rows one (decode's rows read w
+// once as stored, faster than a GEMM). oneDNN's scratchpad comes from the core's allocator.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <exception>
@@ -24,8 +25,16 @@ bool onednn_runs_amx() {
   return amx && cpu_has_amx_bf16();
 }
 
+// oneDNN multiplies bf16 with vdpbf16ps on a CPU that runs it fast (cpu_has_fast_bf16_dot).
+bool onednn_runs_bf16_dot() {
+  static const bool dot = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_bf16;
+  return dot && cpu_has_fast_bf16_dot();
+}
+
 const char* onednn_supports(void*, const xhal_op_call* c) {
-  if (!onednn_runs_amx()) return "no AMX (or XHAL_CPU_DISABLE names it): the BLAS path is faster";
+  if (!onednn_runs_amx() && !onednn_runs_bf16_dot()) {
+    return "neither AMX nor AMD's AVX512_BF16 (or XHAL_CPU_DISABLE names them): the BLAS path is faster";
+  }
   const DLTensor *x = c->tensors[XHAL_LINEAR_X], *out = c->tensors[XHAL_LINEAR_OUT];
   if (x->shape[1] == 0) return "K = 0: out is the bias alone";
   if (out->shape[0] > 1 && out->strides[0] < out->shape[1] * out->strides[1]) return "rows of out overlap";
@@ -84,12 +93,15 @@ std::string onednn_summary() {
   const dnnl::version_t* v = dnnl::version();
   const std::string version =
       "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
-  return version + (onednn_runs_amx() ? " (bf16 linear on AMX" : " (bf16 linear: unused, no AMX") +
+  return version +
+         (onednn_runs_amx()        ? " (bf16 linear on AMX"
+          : onednn_runs_bf16_dot() ? " (bf16 linear on AVX512_BF16"
+                                   : " (bf16 linear: unused, no AMX or AMD AVX512_BF16") +
          (onednn_runs_vnni() ? "; int8 linear on VNNI)" : "; int8 linear: unused, no VNNI)");
 }
 
 XHAL_REGISTER_KERNELS(host) {
-  kernels::register_for<LinearOnednn, BF16>(host, "cpu.linear_onednn_amx", XHAL_OP_LINEAR, accuracy_for,
+  kernels::register_for<LinearOnednn, BF16>(host, "cpu.linear_onednn", XHAL_OP_LINEAR, accuracy_for,
                                             {kFeatureFastPriority, false, onednn_supports});
 }
 
