@@ -32,7 +32,7 @@ bool onednn_runs_bf16_dot() {
 }
 
 const char* onednn_supports(void*, const xhal_op_call* c) {
-  if (!onednn_runs_amx() && !onednn_runs_bf16_dot()) {
+  if (!onednn_runs_bf16()) {
     return "neither AMX nor AMD's AVX512_BF16 (or XHAL_CPU_DISABLE names them): the BLAS path is faster";
   }
   const DLTensor *x = c->tensors[XHAL_LINEAR_X], *out = c->tensors[XHAL_LINEAR_OUT];
@@ -42,52 +42,59 @@ const char* onednn_supports(void*, const xhal_op_call* c) {
 }
 
 // A 2-d tensor as oneDNN sees it: dims {rows, cols} with the tensor's strides, or transposed.
-dnnl::memory::desc desc_of(const DLTensor* t, bool transposed) {
-  const int r = transposed ? 1 : 0, k = 1 - r;
-  return dnnl::memory::desc({t->shape[r], t->shape[k]}, dnnl::memory::data_type::bf16,
-                            dnnl::memory::dims{t->strides[r], t->strides[k]});
+dnnl::memory::desc desc_of(MatmulOperand m) {
+  const int r = m.transposed ? 1 : 0, k = 1 - r;
+  return dnnl::memory::desc({m.t->shape[r], m.t->shape[k]}, dnnl::memory::data_type::bf16,
+                            dnnl::memory::dims{m.t->strides[r], m.t->strides[k]});
 }
 
 template <class E>
 struct LinearOnednn {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
-    const DLTensor *x = c->tensors[XHAL_LINEAR_X], *w = c->tensors[XHAL_LINEAR_W], *bias = c->tensors[XHAL_LINEAR_BIAS];
-    const DLTensor* out = c->tensors[XHAL_LINEAR_OUT];
+    const DLTensor *x = c->tensors[XHAL_LINEAR_X], *w = c->tensors[XHAL_LINEAR_W];
     if (x->shape[0] == 0 || w->shape[0] == 0) return XHAL_OK;
-    try {
-      static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      // w [N, K] is the matmul's K x N weights, transposed; the bias one row of N.
-      const dnnl::memory::desc bias_desc =
-          bias == nullptr ? dnnl::memory::desc()
-                          : dnnl::memory::desc({1, bias->shape[0]}, dnnl::memory::data_type::bf16,
-                                               dnnl::memory::dims{bias->shape[0] * bias->strides[0], bias->strides[0]});
-      const dnnl::matmul::primitive_desc pd(
-          dnnl::matmul::desc(desc_of(x, false), desc_of(w, true), bias_desc, desc_of(out, false)), attr, engine);
-      Scratch scratch(c, pd.scratchpad_desc().get_size() + 1);
-      if (scratch.data() == nullptr) {
-        return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "linear: no memory for oneDNN's scratchpad");
-      }
-      dnnl::stream stream(engine);
-      std::unordered_map<int, dnnl::memory> args = {
-          {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), engine, x->data)},
-          {DNNL_ARG_WEIGHTS, dnnl::memory(pd.weights_desc(), engine, w->data)},
-          {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), engine, out->data)},
-          {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, scratch.data())}};
-      if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_desc, engine, bias->data));
-      dnnl::matmul(pd).execute(stream, args);
-      stream.wait();
-    } catch (const dnnl::error& e) {
-      return kernel_error(msg, len, XHAL_ERR_INTERNAL, "linear: oneDNN's matmul failed: %s", e.what());
-    } catch (const std::exception& e) {  // nothing may cross the plugin's C boundary
-      return kernel_error(msg, len, XHAL_ERR_INTERNAL, "linear: %s", e.what());
-    }
-    return XHAL_OK;
+    // w [N, K] is the matmul's K x N weights, transposed.
+    return onednn_bf16_matmul(c, "linear", {x, false}, {w, true}, c->tensors[XHAL_LINEAR_BIAS],
+                              c->tensors[XHAL_LINEAR_OUT], msg, len);
   }
 };
 
 }  // namespace
+
+bool onednn_runs_bf16() { return onednn_runs_amx() || onednn_runs_bf16_dot(); }
+
+xhal_status onednn_bf16_matmul(const xhal_op_call* c, const char* op, MatmulOperand src, MatmulOperand weights,
+                               const DLTensor* bias, const DLTensor* dst, char* msg, size_t len) {
+  try {
+    static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::memory::desc bias_desc =
+        bias == nullptr ? dnnl::memory::desc()
+                        : dnnl::memory::desc({1, bias->shape[0]}, dnnl::memory::data_type::bf16,
+                                             dnnl::memory::dims{bias->shape[0] * bias->strides[0], bias->strides[0]});
+    const dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(desc_of(src), desc_of(weights), bias_desc, desc_of({dst, false})), attr, engine);
+    Scratch scratch(c, pd.scratchpad_desc().get_size() + 1);
+    if (scratch.data() == nullptr) {
+      return kernel_error(msg, len, XHAL_ERR_OUT_OF_MEMORY, "%s: no memory for oneDNN's scratchpad", op);
+    }
+    dnnl::stream stream(engine);
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), engine, src.t->data)},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(pd.weights_desc(), engine, weights.t->data)},
+        {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), engine, dst->data)},
+        {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, scratch.data())}};
+    if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_desc, engine, bias->data));
+    dnnl::matmul(pd).execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return kernel_error(msg, len, XHAL_ERR_INTERNAL, "%s: oneDNN's matmul failed: %s", op, e.what());
+  } catch (const std::exception& e) {  // nothing may cross the plugin's C boundary
+    return kernel_error(msg, len, XHAL_ERR_INTERNAL, "%s: %s", op, e.what());
+  }
+  return XHAL_OK;
+}
 
 std::string onednn_summary() {
   const dnnl::version_t* v = dnnl::version();
