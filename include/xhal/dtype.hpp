@@ -40,6 +40,14 @@ constexpr int kernel_dtype_index(int dtype) {
          : dtype >= XHAL_DTYPE_F8_E4M3 && dtype <= XHAL_DTYPE_I8 ? kNumDTypes + dtype - XHAL_DTYPE_F8_E4M3
                                                                  : -1;
 }
+static_assert(
+    [] {
+      for (int i = 0; i < kNumKernelDTypes; ++i) {
+        if (kernel_dtype_index(int(kKernelDTypes[i])) != i) return false;
+      }
+      return true;
+    }(),
+    "kernel_dtype_index is kKernelDTypes' inverse");
 
 size_t dtype_size(DType dtype);
 std::string_view dtype_name(DType dtype);

@@ -6,6 +6,7 @@
 #include "column_sums.hpp"
 #include "element.hpp"
 #include "kernel_registration.hpp"
+#include "kernels/blas_layout.hpp"
 #include "onednn.hpp"
 #include "tensor_ref.hpp"
 
@@ -20,8 +21,7 @@ const char* onednn_backward_supports(void*, const xhal_op_call* c) {
   if (dout->shape[0] == 0 || dout->shape[1] == 0 || x->shape[1] == 0) return "an empty dimension";
   for (int slot : {XHAL_LINEAR_BACKWARD_DX, XHAL_LINEAR_BACKWARD_DW}) {
     const DLTensor* g = c->tensors[slot];
-    if (g != nullptr && g->shape[0] > 1 && g->strides[0] < g->shape[1] * g->strides[1])
-      return "rows of a gradient overlap";
+    if (g != nullptr && !kernels::blas_rows_apart(g)) return "rows of a gradient overlap";
   }
   return nullptr;
 }

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "kernel_registration.hpp"
+#include "kernels/blas_layout.hpp"
 #include "onednn.hpp"
 #include "scratch.hpp"
 #include "cpu_features.hpp"
@@ -37,7 +38,7 @@ const char* onednn_supports(void*, const xhal_op_call* c) {
   }
   const DLTensor *x = c->tensors[XHAL_LINEAR_X], *out = c->tensors[XHAL_LINEAR_OUT];
   if (x->shape[1] == 0) return "K = 0: out is the bias alone";
-  if (out->shape[0] > 1 && out->strides[0] < out->shape[1] * out->strides[1]) return "rows of out overlap";
+  if (!kernels::blas_rows_apart(out)) return "rows of out overlap";
   return nullptr;
 }
 

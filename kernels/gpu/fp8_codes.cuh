@@ -39,4 +39,20 @@ struct alignas(VEC) Codes {
   uint8_t b[VEC];
 };
 
+// The codes of a chunk's VEC values (a Chunk of element.cuh) times `inverse`: in pairs where VEC is
+// even, one at a time where it is not.
+template <int VEC, class Values>
+__device__ inline Codes<VEC> codes_of(const Values& x, float inverse, kernels::QuantFormat format) {
+  Codes<VEC> codes;
+  if constexpr (VEC % 2 == 0) {
+    for (int k = 0; k < VEC; k += 2) {
+      const uint16_t pair = codes_of_pair(x.get(k) * inverse, x.get(k + 1) * inverse, format);
+      codes.b[k] = uint8_t(pair), codes.b[k + 1] = uint8_t(pair >> 8);
+    }
+  } else {
+    for (int k = 0; k < VEC; ++k) codes.b[k] = kernels::quantize_value(x.get(k), inverse, format);
+  }
+  return codes;
+}
+
 }  // namespace xhal::gpu

@@ -80,16 +80,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t i = c0 + sub * VEC; i < c1; i += step) {
       Chunk<E, VEC> v;
       v.load(row + i);
-      Codes<VEC> codes;
-      if constexpr (VEC % 2 == 0) {
-        for (int k = 0; k < VEC; k += 2) {
-          const uint16_t pair = codes_of_pair(v.get(k) * inverse, v.get(k + 1) * inverse, format);
-          codes.b[k] = uint8_t(pair), codes.b[k + 1] = uint8_t(pair >> 8);
-        }
-      } else {
-        for (int k = 0; k < VEC; ++k) codes.b[k] = kernels::quantize_value(v.get(k), inverse, format);
-      }
-      *reinterpret_cast<Codes<VEC>*>(out + i) = codes;
+      *reinterpret_cast<Codes<VEC>*>(out + i) = codes_of<VEC>(v, inverse, format);
     }
   }
 }
