@@ -46,6 +46,14 @@ __device__ inline void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
                : "r"(smem_address(row)));
 }
 
+// An 8x8 matrix of 16-bit elements, one register a thread in the mma layout (lane l: row l / 4,
+// cols 2 * (l % 4)..+1), transposed: what C fragments need to become an operand along the other side.
+__device__ inline uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
 // 16 bytes global -> shared, bypassing L1; when !valid the destination is zero-filled.
 __device__ inline void cp_async_16(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(src),

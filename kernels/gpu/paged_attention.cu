@@ -1,11 +1,13 @@
 // paged_attention on the GPU: the split-KV decode kernels for f16/bf16 with aligned caches (on
 // tensor cores when a kv head serves at most 16 query heads and D == Dv is one of the flash head
-// dims, paged_decode_mma.cuh; else paged_decode.cuh), the generic kernel (one warp per (sequence, query head), keys gathered through
-// the block table) for everything else. A block index outside the cache makes its keys unreadable
+// dims, paged_decode_mma.cuh; else paged_decode.cuh) and for an f8_e4m3 cache
+// (paged_decode_fp8.cuh), the generic kernel (one warp per (sequence, query head), keys gathered
+// through the block table) for everything else. A block index outside the cache makes its keys unreadable
 // (skipped) rather than read out of bounds; seq_lens are clamped to the table (docs/ops.md).
 #include "attention_generic.cuh"
 #include "kernels/fp8_cache_call.hpp"
 #include "paged_decode.cuh"
+#include "paged_decode_fp8.cuh"
 #include "paged_decode_mma.cuh"
 
 namespace xhal::gpu {
@@ -88,31 +90,50 @@ const char* decode_supports(void*, const xhal_op_call* c) {
   return nullptr;
 }
 
-// kFp8: the f8_e4m3 cache's kernel, which only the tensor-core path has (fp8_decode_supports).
+// kFp8: the f8_e4m3 cache's kernel (paged_decode_fp8.cuh), which only the tensor-core path has
+// (fp8_decode_supports).
 template <class E, bool kFp8 = false>
 struct PagedDecode {
 #if !defined(__HIPCC__)
+  // Decode kernels need more than the default 48 KiB of shared memory: allow what a block may have.
   template <int D>
   static void launch_mma_dim(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
-    // Decode kernels need more than the default 48 KiB of shared memory: allow what a block may have.
-    static const bool raised =
-        (allow_shared_bytes(paged_decode_mma_kernel<E, D, D, kFp8>, kMaxDynamicSharedBytes), true);
+    static const bool raised = (allow_shared_bytes(paged_decode_mma_kernel<E, D, D>, kMaxDynamicSharedBytes), true);
     (void)raised;
-    paged_decode_mma_kernel<E, D, D, kFp8>
-        <<<grid, kDecodeThreads, paged_decode_mma_shared_bytes(D, D, kFp8), stream>>>(a);
+    paged_decode_mma_kernel<E, D, D><<<grid, kDecodeThreads, paged_decode_mma_shared_bytes(D, D), stream>>>(a);
+  }
+  template <int D, int NT>
+  static void launch_fp8_dim(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
+    static const bool raised = (allow_shared_bytes(paged_decode_fp8_kernel<E, D, NT>, kMaxDynamicSharedBytes), true);
+    (void)raised;
+    paged_decode_fp8_kernel<E, D, NT><<<grid, kDecodeThreads, paged_decode_fp8_shared_bytes(D, a.group), stream>>>(a);
+  }
+  template <int NT>
+  static bool launch_fp8(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
+    switch (a.D) {
+      case 64: launch_fp8_dim<64, NT>(a, grid, stream); return true;
+      case 128: launch_fp8_dim<128, NT>(a, grid, stream); return true;
+      case 256: launch_fp8_dim<256, NT>(a, grid, stream); return true;
+      default: return false;
+    }
   }
 #endif
   // The tensor-core kernel when it applies; false when the SIMT kernel must run.
   static bool launch_mma(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
 #if !defined(__HIPCC__)
-    if (a.group > kMmaDecodeMaxGroup || a.D != a.Dv || a.block_shift < 0) return false;
-    switch (a.D) {
-      case 64: launch_mma_dim<64>(a, grid, stream); return true;
-      case 80: launch_mma_dim<80>(a, grid, stream); return true;
-      case 96: launch_mma_dim<96>(a, grid, stream); return true;
-      case 128: launch_mma_dim<128>(a, grid, stream); return true;
-      case 256: launch_mma_dim<256>(a, grid, stream); return true;
-      default: return false;
+    if constexpr (kFp8) {
+      if (a.group > kFp8DecodeMaxGroup || a.D != a.Dv || a.block_shift < 0) return false;
+      return a.group > 8 ? launch_fp8<2>(a, grid, stream) : launch_fp8<1>(a, grid, stream);
+    } else {
+      if (a.group > kMmaDecodeMaxGroup || a.D != a.Dv || a.block_shift < 0) return false;
+      switch (a.D) {
+        case 64: launch_mma_dim<64>(a, grid, stream); return true;
+        case 80: launch_mma_dim<80>(a, grid, stream); return true;
+        case 96: launch_mma_dim<96>(a, grid, stream); return true;
+        case 128: launch_mma_dim<128>(a, grid, stream); return true;
+        case 256: launch_mma_dim<256>(a, grid, stream); return true;
+        default: return false;
+      }
     }
 #else
     (void)a, (void)grid, (void)stream;
@@ -150,9 +171,10 @@ struct PagedDecode {
     }
     // Split the longest possible context so that at least four blocks per multiprocessor are
     // launched (several waves keep the tail of the last one short), each split keeping at least
-    // 256 keys.
-    const int64_t max_len = a.max_blocks * a.block_size;
-    const int64_t want = (4 * multiprocessor_count(c->device) + B * Hkv - 1) / (B * Hkv);
+    // 256 keys. The fp8 kernel's blocks are shorter (half the bytes a key) and four fit on a
+    // multiprocessor: sixteen a multiprocessor keep its last wave as short.
+    const int64_t max_len = a.max_blocks * a.block_size, blocks_per_sm = kFp8 ? 16 : 4;
+    const int64_t want = (blocks_per_sm * multiprocessor_count(c->device) + B * Hkv - 1) / (B * Hkv);
     const int64_t most = std::max<int64_t>(1, max_len / 256);
     a.splits = std::max<int64_t>(1, std::min(want, most));
     a.keys_per_split = ((max_len + a.splits - 1) / a.splits + kTileKeys - 1) / kTileKeys * kTileKeys;
@@ -191,19 +213,17 @@ struct PagedDecode {
 };
 
 #if !defined(__HIPCC__)
-// The fp8 cache's decode kernel: the tensor-core kernel's shapes (D == Dv a flash head dim, a
-// power-of-two block size, at most 16 query heads a kv head) with 16-bit queries; the rest goes to
-// the dequantizing kernel (paged_fp8_cache.cu).
+// The fp8 cache's decode kernel (paged_decode_fp8.cuh): D == Dv in {64, 128, 256}, a power-of-two
+// block size, at most 16 query heads a kv head, 16-bit queries; the rest goes to the dequantizing
+// kernel (paged_fp8_cache.cu).
 const char* fp8_decode_supports(void*, const xhal_op_call* c) {
   const DLTensor *q = c->tensors[XHAL_PAGED_ATTENTION_Q], *kc = c->tensors[XHAL_PAGED_ATTENTION_K_CACHE],
                  *vc = c->tensors[XHAL_PAGED_ATTENTION_V_CACHE];
   const DLTensor* table = c->tensors[XHAL_PAGED_ATTENTION_BLOCK_TABLE];
   const int64_t D = q->shape[2], group = q->shape[1] / kc->shape[2], block_size = kc->shape[1];
   if (kernels::float_dtype_of(q) == XHAL_DTYPE_F32) return "f32 queries (the tensor cores take 16-bit ones)";
-  if (vc->shape[3] != D || (D != 64 && D != 80 && D != 96 && D != 128 && D != 256)) {
-    return "head dims not equal and in {64, 80, 96, 128, 256}";
-  }
-  if (group > kMmaDecodeMaxGroup) return "more than 16 query heads a kv head";
+  if (vc->shape[3] != D || (D != 64 && D != 128 && D != 256)) return "head dims not equal and in {64, 128, 256}";
+  if (group > kFp8DecodeMaxGroup) return "more than 16 query heads a kv head";
   if (block_size <= 0 || (block_size & (block_size - 1)) != 0) return "block size not a power of two";
   for (const DLTensor* t : {kc, vc}) {
     if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "caches not 16-byte aligned";

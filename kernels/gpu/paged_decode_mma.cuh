@@ -4,17 +4,9 @@
 // are the rows of one 16-row mma tile (rows past the group are zero), so Q K^T and P V run on
 // mma.sync; each warp takes 16 keys of a tile with its own running max and sum, and the four
 // warps' partial results are merged through shared memory at the end.
-// An f8_e4m3 cache (kFp8): the tiles arrive as codes (half the bytes) in a staging area, two stages
-// deep as before, and each is converted to the 16-bit type (exactly: e4m3 fits in f16 and bf16) in
-// one tile the mma reads; the key scale multiplies the scores with the softmax scale, the value
-// scale the output.
 #pragma once
 
 #if !defined(__HIPCC__)
-
-#include <cuda_fp8.h>
-
-#include <type_traits>
 
 #include "mma_sm80.cuh"
 #include "paged_decode.cuh"
@@ -23,54 +15,60 @@ namespace xhal::gpu {
 
 inline constexpr int kMmaDecodeMaxGroup = 16;
 
-// Shared bytes: q, the 16-bit K and V tiles (two stages, or one beside the fp8 staging of two).
-inline size_t paged_decode_mma_shared_bytes(int64_t D, int64_t Dv, bool fp8 = false) {
-  const size_t tiles =
-      fp8 ? 16 * size_t(D + 8) * 2 + kTileKeys * size_t(D + 8 + Dv + 8) * 2 + 2 * kTileKeys * size_t(D + 16 + Dv + 16)
-          : 16 * size_t(D + 8) * 2 + 2 * kTileKeys * size_t(D + 8 + Dv + 8) * 2;
+// Shared bytes: q and the K and V tiles of two stages, or the warps' partial results at the end.
+inline size_t paged_decode_mma_shared_bytes(int64_t D, int64_t Dv) {
+  const size_t tiles = 16 * size_t(D + 8) * 2 + 2 * kTileKeys * size_t(D + 8 + Dv + 8) * 2;
   const size_t merge = 4 * 16 * size_t(Dv) * 4 + 2 * 4 * 16 * 4;  // reuses the tile space
   return tiles > merge ? tiles : merge;
 }
 
-// Eight e4m3 codes as eight values of E (16 bytes).
+// The block's end: the four warps each left, for `rows` query-head rows, a running max (log2
+// units), a sum and an unnormalised output (sM[4][rows], sL[4][rows], sO[4][rows][Dv]); merged and
+// scaled by `v_scale`, they are the output (one split) or a normalised partial output and its
+// log-sum-exp (several).
 template <class E>
-__device__ inline uint4 e4m3x8_to(uint2 codes) {
-  uint32_t out[4];
-  const uint32_t words[2] = {codes.x, codes.y};
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(words[p / 2] >> (16 * (p % 2))), __NV_E4M3);
-    if constexpr (E::kDType == XHAL_DTYPE_BF16) {
-      const float2 f = __half22float2(__half2(h));
-      out[p] = sm80::pack2<E>(f.x, f.y);
+__device__ inline void paged_decode_finish(const PagedDecodeArgs& a, const float* sO, const float* sM, const float* sL,
+                                           int rows, int Dv, int64_t b, int64_t hk, int64_t split, float v_scale) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  for (int64_t x = threadIdx.x; x < a.group * Dv; x += kDecodeThreads) {
+    const int r = int(x / Dv), d = int(x % Dv);
+    float m = -INFINITY;
+    for (int w = 0; w < 4; ++w) m = fmaxf(m, sM[w * rows + r]);
+    const float base = m == -INFINITY ? 0.0f : m;
+    float num = 0.0f, den = 0.0f;
+    for (int w = 0; w < 4; ++w) {
+      const float f = sm80::fast_exp2(sM[w * rows + r] - base);
+      num += f * sO[(w * rows + r) * Dv + d];
+      den += f * sL[w * rows + r];
+    }
+    const float value = den == 0.0f ? 0.0f : num / den * v_scale;  // no visible key: 0; NaN stays NaN
+    const int64_t head = hk * a.group + r;
+    if (a.splits == 1) {
+      static_cast<typename E::T*>(a.out)[b * a.o_batch + head * a.o_head + d] = E::store(value);
     } else {
-      out[p] = uint32_t(h.x) | uint32_t(h.y) << 16;
+      a.part_out[((b * a.Hq + head) * a.splits + split) * Dv + d] = value;
+      if (d == 0) {
+        a.part_lse[(b * a.Hq + head) * a.splits + split] = den == 0.0f ? -INFINITY : m * kLn2 + logf(den);
+      }
     }
   }
-  return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
-template <class E, int D, int Dv, bool kFp8 = false>
+template <class E, int D, int Dv>
 __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedDecodeArgs a) {
   using T = typename E::T;
-  using Cached = std::conditional_t<kFp8, uint8_t, T>;
   constexpr int kKStride = D + 8, kVStride = Dv + 8, kKSteps = D / 16, kOTiles = Dv / 8;
-  constexpr int kStages = kFp8 ? 1 : 2;  // of the 16-bit tiles
-  // Rows of what cp.async fills: the 16-bit tiles, or the fp8 staging (padded by 16 bytes).
-  constexpr int kKLoad = kFp8 ? D + 16 : kKStride, kVLoad = kFp8 ? Dv + 16 : kVStride;
   const int64_t split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, G = a.group;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   T* sQ = reinterpret_cast<T*>(shared_raw);  // [16][D + 8]
-  T* sK = sQ + 16 * kKStride;  // [kStages][kTileKeys][D + 8]
-  T* sV = sK + kStages * kTileKeys * kKStride;  // [kStages][kTileKeys][Dv + 8]
-  Cached* sK_load = kFp8 ? reinterpret_cast<Cached*>(sV + kTileKeys * kVStride) : reinterpret_cast<Cached*>(sK);
-  Cached* sV_load = kFp8 ? sK_load + 2 * kTileKeys * kKLoad : reinterpret_cast<Cached*>(sV);
+  T* sK = sQ + 16 * kKStride;  // [2][kTileKeys][D + 8]
+  T* sV = sK + 2 * kTileKeys * kKStride;  // [2][kTileKeys][Dv + 8]
 
   int64_t begin, end;
   split_keys(a, b, split, &begin, &end);
   const int32_t* table = a.table + b * a.table_row;
-  const Cached* kh = static_cast<const Cached*>(a.k) + hk * a.k_head;
-  const Cached* vh = static_cast<const Cached*>(a.v) + hk * a.v_head;
+  const T* kh = static_cast<const T*>(a.k) + hk * a.k_head;
+  const T* vh = static_cast<const T*>(a.v) + hk * a.v_head;
 
   // Q rows 0..G-1 are the group's heads, the rest zero.
   for (int c = threadIdx.x; c < 16 * (D / 8); c += kDecodeThreads) {
@@ -80,7 +78,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
   }
   // Each thread copies one 16-byte chunk of K and of V for every kRowsPerPass-th key of the tile:
   // one block-table read per key and no divisions in the copy loop.
-  constexpr int kPerChunk = 16 / int(sizeof(Cached));
+  constexpr int kPerChunk = 8;
   constexpr int kChunks = D / kPerChunk, kRowsPerPass = kDecodeThreads / kChunks;
   static_assert(D == Dv, "one chunk layout for K and V");
   const int my_row = threadIdx.x / kChunks, my_chunk = threadIdx.x % kChunks;
@@ -92,9 +90,9 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
         const bool valid = block >= 0 && block < a.num_blocks;
         if (!valid) block = 0;
         const int64_t slot = j & (a.block_size - 1);
-        sm80::cp_async_16(sK_load + (s * kTileKeys + r) * kKLoad + my_chunk * kPerChunk,
+        sm80::cp_async_16(sK + (s * kTileKeys + r) * kKStride + my_chunk * kPerChunk,
                           kh + block * a.k_block + slot * a.k_slot + my_chunk * kPerChunk, valid);
-        sm80::cp_async_16(sV_load + (s * kTileKeys + r) * kVLoad + my_chunk * kPerChunk,
+        sm80::cp_async_16(sV + (s * kTileKeys + r) * kVStride + my_chunk * kPerChunk,
                           vh + block * a.v_block + slot * a.v_slot + my_chunk * kPerChunk, valid);
       }
     }
@@ -118,9 +116,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
   for (int t = 0; t < kOTiles; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
   constexpr float kLog2e = 1.4426950408889634f;
-  const float k_scale = kFp8 ? a.k_scale[a.k_scale_per_head ? hk : 0] : 1.0f;
-  const float v_scale = kFp8 ? a.v_scale[a.v_scale_per_head ? hk : 0] : 1.0f;
-  const float qk_scale = a.mask.scale * k_scale, scale_log2 = qk_scale * kLog2e;
+  const float qk_scale = a.mask.scale, scale_log2 = qk_scale * kLog2e;
 
   int stage = 0;
   for (int64_t j0 = begin; j0 < end; j0 += kTileKeys, stage ^= 1) {
@@ -131,20 +127,8 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
       sm80::cp_async_wait<0>();
     }
     __syncthreads();
-    int tile = stage;  // the 16-bit tile the mma reads
-    if constexpr (kFp8) {
-      for (int i = threadIdx.x; i < kTileKeys * (D / 8); i += kDecodeThreads) {
-        const int r = i / (D / 8), c = i % (D / 8);
-        const uint8_t* k8 = sK_load + (stage * kTileKeys + r) * kKLoad + c * 8;
-        const uint8_t* v8 = sV_load + (stage * kTileKeys + r) * kVLoad + c * 8;
-        *reinterpret_cast<uint4*>(sK + r * kKStride + c * 8) = e4m3x8_to<E>(*reinterpret_cast<const uint2*>(k8));
-        *reinterpret_cast<uint4*>(sV + r * kVStride + c * 8) = e4m3x8_to<E>(*reinterpret_cast<const uint2*>(v8));
-      }
-      __syncthreads();
-      tile = 0;
-    }
     // This warp's 16 keys of the tile.
-    const T* k_row = sK + (tile * kTileKeys + warp * 16 + lane % 8 + (lane / 16) * 8) * kKStride + (lane / 8 % 2) * 8;
+    const T* k_row = sK + (stage * kTileKeys + warp * 16 + lane % 8 + (lane / 16) * 8) * kKStride + (lane / 8 % 2) * 8;
     float s[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
@@ -186,7 +170,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
     }
     const uint32_t pa[4] = {sm80::pack2<E>(s[0][0], s[0][1]), sm80::pack2<E>(s[0][2], s[0][3]),
                             sm80::pack2<E>(s[1][0], s[1][1]), sm80::pack2<E>(s[1][2], s[1][3])};
-    const T* v_row = sV + (tile * kTileKeys + warp * 16 + lane % 8 + (lane / 8 % 2) * 8) * kVStride + (lane / 16) * 8;
+    const T* v_row = sV + (stage * kTileKeys + warp * 16 + lane % 8 + (lane / 8 % 2) * 8) * kVStride + (lane / 16) * 8;
 #pragma unroll
     for (int p = 0; p < kOTiles / 2; ++p) {
       uint32_t bf[4];
@@ -217,29 +201,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
     }
   }
   __syncthreads();
-  constexpr float kLn2 = 0.6931471805599453f;
-  for (int64_t x = threadIdx.x; x < G * Dv; x += kDecodeThreads) {
-    const int r = int(x / Dv), d = int(x % Dv);
-    float m = -INFINITY;
-    for (int w = 0; w < 4; ++w) m = fmaxf(m, sM[w * 16 + r]);
-    const float base = m == -INFINITY ? 0.0f : m;
-    float num = 0.0f, den = 0.0f;
-    for (int w = 0; w < 4; ++w) {
-      const float f = sm80::fast_exp2(sM[w * 16 + r] - base);
-      num += f * sO[(w * 16 + r) * Dv + d];
-      den += f * sL[w * 16 + r];
-    }
-    const float value = den == 0.0f ? 0.0f : num / den * v_scale;  // no visible key: 0; NaN stays NaN
-    const int64_t head = hk * G + r;
-    if (a.splits == 1) {
-      static_cast<T*>(a.out)[b * a.o_batch + head * a.o_head + d] = E::store(value);
-    } else {
-      a.part_out[((b * a.Hq + head) * a.splits + split) * Dv + d] = value;
-      if (d == 0) {
-        a.part_lse[(b * a.Hq + head) * a.splits + split] = den == 0.0f ? -INFINITY : m * kLn2 + logf(den);
-      }
-    }
-  }
+  paged_decode_finish<E>(a, sO, sM, sL, 16, Dv, b, hk, split, 1.0f);
 }
 
 }  // namespace xhal::gpu

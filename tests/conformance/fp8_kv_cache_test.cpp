@@ -117,6 +117,8 @@ TEST_P(Conformance, PagedAttentionFp8Cache) {
         Fp8DecodeCase{{64, 65, 3}, 32, 8, 2, 64, 64, true, {.window_left = 20}},
         Fp8DecodeCase{{130}, 64, 4, 4, 256, 256, true, {.softcap = 8.0f}},
         Fp8DecodeCase{{7, 1000}, 16, 32, 8, 128, 128, true, {.scale = 0.2f}},
+        Fp8DecodeCase{{200, 45}, 16, 24, 2, 128, 128, false, {}},
+        Fp8DecodeCase{{90}, 32, 16, 1, 256, 256, true, {.softcap = 20.0f}},
         Fp8DecodeCase{{33, 300}, 16, 32, 1, 64, 64, false, {}}, Fp8DecodeCase{{50, 9}, 7, 4, 2, 96, 40, true, {}},
         Fp8DecodeCase{{}, 16, 4, 1, 64, 64, true, {}}}) {
     SCOPED_TRACE(fmt::format("seq_lens [{}] block {} Hq {} Hkv {} D {} Dv {} per-head {}", fmt::join(c.seq_lens, ","),
@@ -141,6 +143,30 @@ TEST_P(Conformance, PagedAttentionFp8Cache) {
                                                   c.Hq, c.Hkv, c.D, c.Dv, c.block_size, mask_of(c.params, c.D));
     expect_close(out.download("out"), expected, dtype(), "out");
   }
+}
+
+// Query heads far apart in magnitude (beyond f16's range where the dtype has it): a kernel that
+// computes in f16 must bring each head into range without losing its precision.
+TEST_P(Conformance, PagedAttentionFp8CacheQueryRange) {
+  const std::vector<double> factors =
+      dtype() == DType::f16 ? std::vector<double>{1e3, 1e-4, 1, 3e-2} : std::vector<double>{1e7, 1e-7, 1, 1e30};
+  const int64_t B = 2, Hq = 8, Hkv = 2, D = 128, block_size = 16;
+  const std::vector<int64_t> lens{300, 41};
+  const Fp8Paged p = fp8_paged(lens, block_size, Hkv, true, rng());
+  std::vector<double> q_values = random({B, Hq, D}).values();
+  for (size_t i = 0; i < q_values.size(); ++i) q_values[i] *= factors[i / D % factors.size()];
+  auto q = TestTensor::of({B, Hq, D}, dtype(), device(), q_values);
+  auto k_cache = TestTensor::random({p.num_blocks, block_size, Hkv, D}, DType::f8_e4m3, device(), rng(), -8, 8);
+  auto v_cache = TestTensor::random({p.num_blocks, block_size, Hkv, D}, DType::f8_e4m3, device(), rng(), -8, 8);
+  auto k_scale = scale_tensor(p.ks, device()), v_scale = scale_tensor(p.vs, device());
+  auto block_table = ints({B, p.max_blocks}, p.table);
+  auto seq_lens = ints({B}, lens);
+  auto out = poisoned({B, Hq, D});
+  ops::paged_attention(q, k_cache, v_cache, block_table, seq_lens, out, {}, {&k_scale.view(), &v_scale.view()});
+  const auto expected = golden::paged_attention(q.values(), dequantized(k_cache.values(), p.ks, Hkv, D),
+                                                dequantized(v_cache.values(), p.vs, Hkv, D), p.table, lens, Hq, Hkv, D,
+                                                D, block_size, mask_of({}, D));
+  expect_close(out.download("out"), expected, dtype(), "out");
 }
 
 TEST_P(Conformance, PagedPrefillFp8Cache) {
