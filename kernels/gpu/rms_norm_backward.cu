@@ -10,6 +10,7 @@
 // rows (a grid of one wave), so there are few partial rows to write and read back (under 1% of
 // the traffic at 16384 x 4096), and no atomics: dweight has the same bits run to run on a device.
 // Longer rows are read twice, the partial sums kept in the block's row in global memory.
+#include "async_copy.cuh"
 #include "launch.cuh"
 
 namespace xhal::gpu {
@@ -54,20 +55,64 @@ __device__ inline float2 group_sum2(float a, float b, float2 (*slots)[kRowsBlock
   return total;
 }
 
+// Staged rows need cp.async and more shared memory than AMD's 64 KiB a block: NVIDIA only.
+#if defined(__HIPCC__)
+constexpr bool kCanStage = false;
+#else
+constexpr bool kCanStage = true;
+#endif
+
+// Bytes of the staged rows (kStaged): two stages of each row tensor a group reads.
+inline size_t staged_row_bytes(int groups, int group_threads, int vpl, bool fused) {
+  return size_t(groups) * 2 * (fused ? 3 : 2) * size_t(vpl) * size_t(group_threads) * 16;
+}
+
 // VPL chunks of VEC elements per thread, in groups of group_threads (whole warps) per row. With
 // four chunks a thread the registers allow one block per multiprocessor. kGroupThreads > 0 fixes
 // the group size at compile time; kHoldWeight keeps the thread's weight chunks in registers (its
-// columns are the same in every row) instead of reading them from L1 twice a row.
-template <class E, int VEC, int VPL, bool kFused, int kGroupThreads = 0, bool kHoldWeight = false>
+// columns are the same in every row) instead of reading them from L1 twice a row. kStaged (16-byte
+// chunks): the group's next row is copied into shared memory (cp.async) while this one is used, so
+// the loads of a row do not wait for the previous row's sums; each thread reads back only the
+// chunks it copied, so its own wait suffices.
+template <class E, int VEC, int VPL, bool kFused, int kGroupThreads = 0, bool kHoldWeight = false, bool kStaged = false>
 __global__ void __launch_bounds__(kRowsBlock, VPL >= 4 ? 1 : 2)
     rms_norm_backward_rows_kernel(NormBackwardArgs a, int dynamic_group_threads) {
   using T = typename E::T;
+  static_assert(!kStaged || VEC * sizeof(T) == 16, "staged rows are copied in 16-byte chunks");
   const int group_threads = kGroupThreads > 0 ? kGroupThreads : dynamic_group_threads;
-  extern __shared__ float block_dw[];  // [group_threads * VEC]: the groups' terms added in order
+  // [group_threads * VEC]: the groups' terms added in order; then, kStaged, the staged rows:
+  // [groups][2 stages][x, dout, dresidual][VPL][group_threads] chunks.
+  extern __shared__ float block_dw[];
   __shared__ float2 slots[2][kRowsBlock / kWarpSize];
   const int groups = blockDim.x / group_threads, group = threadIdx.x / group_threads;
   const int t = threadIdx.x % group_threads;
   const int64_t cols = a.xl.cols, chunks = cols / VEC;
+  constexpr int kTensors = kFused ? 3 : 2, kStages = 2;
+  T* const staged = reinterpret_cast<T*>(block_dw + group_threads * VEC);
+  const auto staged_chunk = [&](int stage, int tensor, int i) {
+    return staged + ((size_t(group * kStages + stage) * kTensors + tensor) * VPL + i) * group_threads * VEC + t * VEC;
+  };
+  const auto stage_row = [&](int64_t row, int stage) {
+    if (row < a.xl.rows) {
+      const T* xr = static_cast<const T*>(a.x) + a.xl.offset(row);
+      const T* dr = static_cast<const T*>(a.dout) + a.dl.offset(row);
+      const T* rr = kFused ? static_cast<const T*>(a.dres) + a.rl.offset(row) : nullptr;
+#pragma unroll
+      for (int i = 0; i < VPL; ++i) {
+        const int64_t c = int64_t(i) * group_threads + t;
+        if (c >= chunks) continue;
+        copy16<E>(staged_chunk(stage, 0, i), xr + c * VEC, true);
+        copy16<E>(staged_chunk(stage, 1, i), dr + c * VEC, true);
+        if constexpr (kFused) copy16<E>(staged_chunk(stage, 2, i), rr + c * VEC, true);
+      }
+    }
+    copy_commit();
+  };
+  int stage = 0;
+  const int64_t step = int64_t(gridDim.x) * groups;
+  if constexpr (kStaged) {
+    for (int s = 0; s < kStages - 1; ++s) stage_row(int64_t(blockIdx.x) * groups + group + s * step, s);
+  }
   const T* weight = static_cast<const T*>(a.weight);
   float dw[VPL][VEC] = {};
   int parity = 0;
@@ -84,15 +129,28 @@ __global__ void __launch_bounds__(kRowsBlock, VPL >= 4 ? 1 : 2)
   for (int64_t first = int64_t(blockIdx.x) * groups; first < a.xl.rows; first += int64_t(gridDim.x) * groups) {
     const int64_t row = first + group;
     const bool active = row < a.xl.rows;
-    Chunk<E, VEC> xs[VPL], ds[VPL];
+    // Staged, the fused op's residual gradient arrives with the row; unstaged it is loaded after
+    // the sums (held across them, it spills at two chunks a thread).
+    Chunk<E, VEC> xs[VPL], ds[VPL], rs[kFused ? VPL : 1];
     float sumsq = 0.0f, dot = 0.0f;
+    T* rr = kFused && active ? static_cast<T*>(a.dres) + a.rl.offset(row) : nullptr;
+    if constexpr (kStaged) {
+      stage_row(row + (kStages - 1) * step, (stage + kStages - 1) % kStages);
+      copy_wait<kStages - 1>();  // this thread's copies of `row`
+    }
     if (active) {
       const T* xr = static_cast<const T*>(a.x) + a.xl.offset(row);
       const T* dr = static_cast<const T*>(a.dout) + a.dl.offset(row);
 #pragma unroll
       for (int i = 0; i < VPL; ++i) {
         const int64_t c = int64_t(i) * group_threads + t;
-        if (c < chunks) xs[i].load(xr + c * VEC), ds[i].load(dr + c * VEC);
+        if (c >= chunks) continue;
+        if constexpr (kStaged) {
+          xs[i].load(staged_chunk(stage, 0, i)), ds[i].load(staged_chunk(stage, 1, i));
+          if constexpr (kFused) rs[i].load(staged_chunk(stage, 2, i));
+        } else {
+          xs[i].load(xr + c * VEC), ds[i].load(dr + c * VEC);
+        }
       }
 #pragma unroll
       for (int i = 0; i < VPL; ++i) {
@@ -110,27 +168,27 @@ __global__ void __launch_bounds__(kRowsBlock, VPL >= 4 ? 1 : 2)
         }
       }
     }
+    stage = (stage + 1) % kStages;
     const float2 sums = group_sum2(sumsq, dot, slots, parity, group_threads / kWarpSize);
     if (!active) continue;
     const float inv_rms = rsqrtf(sums.x / float(cols) + a.eps);
     const float coeff = inv_rms * inv_rms * sums.y / float(cols);
     T* dxr = static_cast<T*>(a.dx) + a.dxl.offset(row);
-    T* rr = kFused ? static_cast<T*>(a.dres) + a.rl.offset(row) : nullptr;
 #pragma unroll
     for (int i = 0; i < VPL; ++i) {
       const int64_t c = int64_t(i) * group_threads + t;
       if (c >= chunks) continue;
-      Chunk<E, VEC> w, r, o;
+      Chunk<E, VEC> w, o;
       if constexpr (kHoldWeight)
         w = held_w[i];
       else
         w.load(weight + c * VEC);
-      if constexpr (kFused) r.load(rr + c * VEC);
+      if constexpr (kFused && !kStaged) rs[i].load(rr + c * VEC);
       float d[VEC];
       for (int k = 0; k < VEC; ++k) {
         const float xv = xs[i].get(k), dv = ds[i].get(k);
         d[k] = inv_rms * (dv * w.get(k) - xv * coeff);
-        if constexpr (kFused) d[k] += r.get(k);  // the gradient arriving on the residual stream
+        if constexpr (kFused) d[k] += rs[i].get(k);  // the gradient arriving on the residual stream
         dw[i][k] += dv * xv * inv_rms;
       }
       o.set(d);
@@ -280,9 +338,9 @@ struct RmsNormBackwardKernel {
     void (*run)(const NormBackwardArgs&, const Launch&, gpuStream_t) = nullptr;
   };
 
-  template <int VEC, int VPL, bool kFused, int G = 0, bool W = false>
+  template <int VEC, int VPL, bool kFused, int G = 0, bool W = false, bool S = false>
   static void start_rows(const NormBackwardArgs& a, const Launch& l, gpuStream_t stream) {
-    rms_norm_backward_rows_kernel<E, VEC, VPL, kFused, G, W>
+    rms_norm_backward_rows_kernel<E, VEC, VPL, kFused, G, W, S>
         <<<unsigned(l.grid), l.threads, l.shared, stream>>>(a, l.group_threads);
   }
   template <int VEC, bool kFused>
@@ -291,16 +349,17 @@ struct RmsNormBackwardKernel {
   }
 
   // As many groups of `group_threads` as a block holds, and one wave of blocks.
-  template <int VEC, int VPL, bool kFused, int G = 0, bool W = false>
+  template <int VEC, int VPL, bool kFused, int G = 0, bool W = false, bool S = false>
   static Launch rows_launch(int group_threads, int64_t rows, int device) {
     Launch l;
     const int groups = std::min(kRowsBlock / group_threads, kMaxGroupBarriers);
     l.group_threads = group_threads, l.threads = groups * group_threads;
-    l.shared = size_t(group_threads) * VEC * sizeof(float);
-    l.grid = std::min<int64_t>(
-        (rows + groups - 1) / groups,
-        resident_blocks(rms_norm_backward_rows_kernel<E, VEC, VPL, kFused, G, W>, l.threads, l.shared, device));
-    l.run = &start_rows<VEC, VPL, kFused, G, W>;
+    l.shared =
+        size_t(group_threads) * VEC * sizeof(float) + (S ? staged_row_bytes(groups, group_threads, VPL, kFused) : 0);
+    const auto kernel = rms_norm_backward_rows_kernel<E, VEC, VPL, kFused, G, W, S>;
+    if (l.shared > 48 * 1024) allow_shared_bytes(kernel, l.shared);
+    l.grid = std::min<int64_t>((rows + groups - 1) / groups, resident_blocks(kernel, l.threads, l.shared, device));
+    l.run = &start_rows<VEC, VPL, kFused, G, W, S>;
     return l;
   }
 
@@ -315,13 +374,15 @@ struct RmsNormBackwardKernel {
     const auto warps_for = [](int64_t threads) { return int((threads + kWarpSize - 1) / kWarpSize * kWarpSize); };
     if (chunks <= kWarpSize) return rows_launch<VEC, 1, kFused>(kWarpSize, rows, device);
     // Rows of 128 threads of four chunks (4096 16-bit elements): the group size a constant, so
-    // that chunk offsets fold into the addresses, and the weight held in registers across rows
-    // (bf16: 128 registers, no spill): 118 -> 107 us at 16384 x 4096 bf16 on an H200. f16's
-    // conversions leave no registers for the weight (12 bytes spilled) and f32 is unmeasured: both
-    // read it from L1 as before; the fused op holds its residual gradient and has room for neither.
-    if constexpr (!kFused) {
-      constexpr bool kHold = E::kDType == XHAL_DTYPE_BF16;
-      if (warps_for((chunks + 3) / 4) == 128) return rows_launch<VEC, 4, kFused, 128, kHold>(128, rows, device);
+    // that chunk offsets fold into the addresses. rms_norm_backward holds the weight in registers
+    // across rows (bf16: 128 registers, no spill): 118 -> 107 us at 16384 x 4096 bf16 on an H200;
+    // f16's conversions leave no registers for it (12 bytes spilled) and f32 is unmeasured: both
+    // read it from L1. The fused op stages its rows, residual gradient included (0.160 -> 0.155 ms
+    // there; staging rms_norm_backward's two tensors, two or three rows deep, changed nothing).
+    if (warps_for((chunks + 3) / 4) == 128) {
+      constexpr bool kHold = E::kDType == XHAL_DTYPE_BF16 && !kFused;
+      constexpr bool kStage = kFused && kCanStage && VEC * sizeof(typename E::T) == 16;
+      if (kStage || !kFused) return rows_launch<VEC, 4, kFused, 128, kHold, kStage>(128, rows, device);
     }
     if (kFused && chunks <= 2 * kRowsBlock) {
       return rows_launch<VEC, 2, kFused>(warps_for((chunks + 1) / 2), rows, device);

@@ -13,11 +13,15 @@
 namespace xhal::test {
 namespace {
 
-// The row shapes, plus many short rows (GPU blocks then loop over rows, adding each group's
-// weight gradient into its block's partial sums).
+// The row shapes, plus many rows (GPU blocks then loop over rows, adding each group's weight
+// gradient into its block's partial sums).
 std::vector<RowShape> gradient_shapes() {
   std::vector<RowShape> shapes = kRowShapes;
   shapes.push_back({{9000, 64}, {}});
+  // More rows than one wave of groups holds at row lengths whose rows the GPU stages through shared
+  // memory (each group then prefetches its next row while it works on one).
+  shapes.push_back({{4000, 520}, {}});
+  shapes.push_back({{600, 4096}, {}});
   return shapes;
 }
 
