@@ -2,9 +2,12 @@
 // number of f32 FMAs per vector loaded and nothing else (no widening, no softmax, no reduction).
 // At the op's own count of multiply-adds per cached byte it bounds what a paged decode kernel that
 // multiplies on the vector units can reach on the machine (docs/journal/kernel-notes.md, seventeenth pass).
+// And the least an exact sampler does over its logits: each row's largest value, then its softmax
+// denominator (one exponential an element).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bench/cpu_read_bound.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
 #include <omp.h>
@@ -75,6 +78,35 @@ float read_blocks(const char* const* blocks, int64_t count, int64_t block_bytes,
   }
 }
 
+// Rows [0, rows) of `cols` values (bf16 bits, else f32), split across the OpenMP threads: each
+// row's largest value, then the sum of exp(x - largest) over it. Returns the sum of the sums.
+float softmax_denominators(const void* data, int64_t rows, int64_t cols, bool bf16) {
+  float total = 0.0f;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const hn::ScalableTag<float> df;
+    const hn::Rebind<hwy::bfloat16_t, decltype(df)> dbf;
+    const int64_t lanes = int64_t(hn::Lanes(df));
+    const auto load = [&](int64_t c) {
+      if (bf16) return hn::PromoteTo(df, hn::LoadU(dbf, static_cast<const hwy::bfloat16_t*>(data) + r * cols + c));
+      return hn::LoadU(df, static_cast<const float*>(data) + r * cols + c);
+    };
+    auto m0 = hn::Set(df, -HUGE_VALF), m1 = m0;
+    int64_t c = 0;
+    for (; c + 2 * lanes <= cols; c += 2 * lanes) m0 = hn::Max(m0, load(c)), m1 = hn::Max(m1, load(c + lanes));
+    for (; c + lanes <= cols; c += lanes) m0 = hn::Max(m0, load(c));
+    const auto largest = hn::Set(df, hn::GetLane(hn::MaxOfLanes(df, hn::Max(m0, m1))));
+    auto s0 = hn::Zero(df), s1 = s0;
+    for (c = 0; c + 2 * lanes <= cols; c += 2 * lanes) {
+      s0 = hn::Add(s0, hn::Exp(df, hn::Sub(load(c), largest)));
+      s1 = hn::Add(s1, hn::Exp(df, hn::Sub(load(c + lanes), largest)));
+    }
+    for (; c + lanes <= cols; c += lanes) s0 = hn::Add(s0, hn::Exp(df, hn::Sub(load(c), largest)));
+    total += hn::GetLane(hn::SumOfLanes(df, hn::Add(s0, s1)));  // a tail of fewer than `lanes` values is left out
+  }
+  return total;
+}
+
 }  // namespace xhal_bench::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -84,6 +116,11 @@ HWY_EXPORT(read_blocks);
 
 float read_blocks(const char* const* blocks, int64_t count, int64_t block_bytes, int fmas, bool prefetch) {
   return HWY_DYNAMIC_DISPATCH(read_blocks)(blocks, count, block_bytes, fmas, prefetch);
+}
+HWY_EXPORT(softmax_denominators);
+
+float softmax_denominators(const void* data, int64_t rows, int64_t cols, bool bf16) {
+  return HWY_DYNAMIC_DISPATCH(softmax_denominators)(data, rows, cols, bf16);
 }
 }  // namespace xhal_bench
 #endif  // HWY_ONCE

@@ -1,14 +1,18 @@
-// xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, sample, top_k,
-// quantize, dequantize, linear_fp8, linear_int8, softmax, add and mul.
+// xhal-bench's cases of the serving ops: merge_attention_states, kv_cache_write, argmax, sample (and
+// on the CPU its bound), top_k, quantize, dequantize, linear_fp8, linear_int8, softmax, add and mul.
 #include <algorithm>
 #include <numeric>
 #include <random>
 #include <tuple>
 #include <utility>
 
+#include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include "bench/bench_case.hpp"
+#if defined(XHAL_BENCH_READ_BOUND)
+#include "bench/cpu_read_bound.hpp"
+#endif
 
 namespace xhal::bench {
 
@@ -88,6 +92,23 @@ void add_serving_cases(const Shapes& s, DType dt, Device dev, std::vector<Case>&
       return std::function<void()>([=] { xhal::ops::sample(logits, tokens, {1.0f, 0, 0.9f, 0.0f, 1234, 0}); });
     });
   }
+
+#if defined(XHAL_BENCH_READ_BOUND)
+  // The CPU's bound for sample: the same logits, each row's largest value and its softmax
+  // denominator and nothing else (bench/cpu_read_bound.cpp), what any exact temperature or top-p
+  // sampler computes at least.
+  if (dev.type == xhal::DeviceType::cpu && (dt == DType::bf16 || dt == DType::f32)) {
+    for (const int64_t B : {int64_t(1), int64_t(64)}) {
+      const int64_t V = 128256;
+      add(fmt::format("read_bound/sample_B{}_V{}/{}", B, V, tn), double(B) * V * e + B * 8.0, 0, Bound::memory, [=] {
+        Tensor logits = random_tensor({B, V}, dt, dev);
+        return std::function<void()>([=] {
+          benchmark::DoNotOptimize(xhal_bench::softmax_denominators(logits.data(), B, V, dt == DType::bf16));
+        });
+      });
+    }
+  }
+#endif
 
   // top_k: the 50 largest logits of 64 rows of Llama 3's vocabulary (an engine's logprobs) and a
   // mixture of experts' routing (8 of 256 experts for 16384 tokens): x read once, k values and
