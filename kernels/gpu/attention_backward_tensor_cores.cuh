@@ -25,52 +25,92 @@ namespace xhal::gpu::attention_backward {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// One warp per (sequence, query head, row): delta = rowsum(dout ∘ out) and, for q and dout, whether
-// any value is non-finite (then *flag = 1).
-template <class E>
-__global__ void __launch_bounds__(128) prepare_rows_kernel(BackwardArgs<typename E::T> a, int* flag) {
-  const AttnLayout& f = a.g.fwd;
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t tasks = a.seqs.batch * f.Hq * a.max_rows;
-  for (int64_t task = int64_t(blockIdx.x) * 4 + threadIdx.x / kWarpSize; task < tasks; task += int64_t(gridDim.x) * 4) {
-    const int64_t i = task % a.max_rows, h = task / a.max_rows % f.Hq, b = task / a.max_rows / f.Hq;
-    int64_t q0, Sq, k0, Sk;
-    a.span(b, &q0, &Sq, &k0, &Sk);
-    if (i >= Sq) continue;
-    const int64_t row = q0 + i;
-    const typename E::T* o = a.out + b * f.o[0] + row * f.o[1] + h * f.o[2];
-    const typename E::T* d = a.dout + b * a.g.dout[0] + row * a.g.dout[1] + h * a.g.dout[2];
-    const typename E::T* q = a.q + b * f.q[0] + row * f.q[1] + h * f.q[2];
-    float sum = 0.0f;
-    bool finite = true;
-    for (int64_t x = lane; x < f.Dv; x += kWarpSize) {
-      const float dx = E::load(d[x]);
-      sum += E::load(o[x]) * dx;
-      finite = finite && isfinite(dx);
-    }
-    for (int64_t x = lane; x < f.D; x += kWarpSize) finite = finite && isfinite(E::load(q[x]));
-    sum = warp_sum(sum);
-    if (lane == 0) a.delta[task] = sum;
-    if (!finite) *flag = 1;
+// The pre-pass and dq's conversion go over rows of D (64 or 128) elements, a group of D / 8
+// threads a row, a 16-byte chunk each (one element at a time where a row is not 16-byte aligned):
+// a thread each element, with its index divided out, ran 5-16 times slower than a copy.
+
+// Row tasks [0, tasks) to groups of `per_row` threads (a power of two up to 32), a warp's groups on
+// consecutive tasks; every thread of a warp makes the same trips, so a group may shuffle.
+template <class F>
+__device__ inline void for_row_tasks(int64_t tasks, int per_row, F&& f) {
+  const int lane = threadIdx.x % kWarpSize, rows_per_warp = kWarpSize / per_row;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / kWarpSize);
+  for (int64_t base = (int64_t(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize) * rows_per_warp;
+       base < tasks; base += warps * rows_per_warp) {
+    const int64_t task = base + lane / per_row;
+    f(task, task < tasks, lane % per_row);
   }
 }
 
-// One thread per element of k and v: whether any is non-finite (then *flag = 1).
+// Eight elements from p as f32: one 16-byte load where `vector`.
 template <class E>
-__global__ void scan_keys_kernel(BackwardArgs<typename E::T> a, int* flag) {
+__device__ inline void load8(const typename E::T* p, bool vector, float (&v)[8]) {
+  if (vector) {
+    Chunk<E, 8> c;
+    c.load(p);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = c.get(k);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = E::load(p[k]);
+  }
+}
+
+// Per (sequence, query head, row): delta = rowsum(dout ∘ out) and, for q and dout, whether any
+// value is non-finite (then *flag = 1). q and dout rows are 16-byte aligned (the kernels'
+// conditions); out's where `out_vector`.
+template <class E>
+__global__ void __launch_bounds__(256) prepare_rows_kernel(BackwardArgs<typename E::T> a, int* flag, bool out_vector) {
   const AttnLayout& f = a.g.fwd;
-  const int64_t Hkv = f.Hq / f.group, per_key = Hkv * (f.D + f.Dv);
-  const int64_t n = a.seqs.batch * a.max_keys * per_key;
-  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < n; x += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t j = x / per_key % a.max_keys, b = x / per_key / a.max_keys, h = x % per_key / (f.D + f.Dv);
-    const int64_t d = x % (f.D + f.Dv);
+  const int per_row = int(f.D / 8);
+  bool finite = true;
+  for_row_tasks(a.seqs.batch * f.Hq * a.max_rows, per_row, [&](int64_t task, bool valid, int sub) {
+    const int64_t i = task % a.max_rows, h = task / a.max_rows % f.Hq, b = task / a.max_rows / f.Hq;
+    float sum = 0.0f;
+    bool live = false;
+    if (valid) {
+      int64_t q0, Sq, k0, Sk;
+      a.span(b, &q0, &Sq, &k0, &Sk);
+      if (i < Sq) {
+        live = true;
+        const int64_t row = q0 + i, x = int64_t(sub) * 8;
+        float o[8], d[8], q[8];
+        load8<E>(a.out + b * f.o[0] + row * f.o[1] + h * f.o[2] + x, out_vector, o);
+        load8<E>(a.dout + b * a.g.dout[0] + row * a.g.dout[1] + h * a.g.dout[2] + x, true, d);
+        load8<E>(a.q + b * f.q[0] + row * f.q[1] + h * f.q[2] + x, true, q);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          sum += o[k] * d[k];
+          finite = finite && isfinite(d[k]) && isfinite(q[k]);
+        }
+      }
+    }
+    for (int m = per_row / 2; m > 0; m /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, m);
+    if (live && sub == 0) a.delta[task] = sum;
+  });
+  if (!finite) *flag = 1;
+}
+
+// Per (sequence, key, kv head): whether its k or v row holds a non-finite value (then *flag = 1).
+template <class E>
+__global__ void __launch_bounds__(256) scan_keys_kernel(BackwardArgs<typename E::T> a, int* flag) {
+  const AttnLayout& f = a.g.fwd;
+  const int64_t Hkv = f.Hq / f.group;
+  bool finite = true;
+  for_row_tasks(a.seqs.batch * a.max_keys * Hkv, int(f.D / 8), [&](int64_t task, bool valid, int sub) {
+    if (!valid) return;
+    const int64_t h = task % Hkv, j = task / Hkv % a.max_keys, b = task / Hkv / a.max_keys;
     int64_t q0, Sq, k0, Sk;
     a.span(b, &q0, &Sq, &k0, &Sk);
-    if (j >= Sk) continue;
-    const float value = d < f.D ? E::load(a.k[b * f.k[0] + (k0 + j) * f.k[1] + h * f.k[2] + d])
-                                : E::load(a.v[b * f.v[0] + (k0 + j) * f.v[1] + h * f.v[2] + d - f.D]);
-    if (!isfinite(value)) *flag = 1;
-  }
+    if (j >= Sk) return;
+    const int64_t x = int64_t(sub) * 8;
+    float k[8], v[8];
+    load8<E>(a.k + b * f.k[0] + (k0 + j) * f.k[1] + h * f.k[2] + x, true, k);
+    load8<E>(a.v + b * f.v[0] + (k0 + j) * f.v[1] + h * f.v[2] + x, true, v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) finite = finite && isfinite(k[e]) && isfinite(v[e]);
+  });
+  if (!finite) *flag = 1;
 }
 
 // acc[0] += x, acc[1] += y: one vector atomic where the GPU has them (sm_90), else two.
@@ -286,17 +326,30 @@ dim3 key_block_grid(const BackwardArgs<T>& a, int block_n) {
               unsigned(a.seqs.batch));
 }
 
-// dq = the f32 accumulator in dq's dtype, for every row of the call (rows no sequence covers hold 0).
+// dq = the f32 accumulator in dq's dtype, for every row of the call (rows no sequence covers hold
+// 0); dq's rows 16-byte aligned where `dq_vector`.
 template <class E>
-__global__ void convert_dq_kernel(BackwardArgs<typename E::T> a, const float* dq_accum, int64_t batches, int64_t rows,
-                                  const int* flag) {
+__global__ void __launch_bounds__(256)
+    convert_dq_kernel(BackwardArgs<typename E::T> a, const float* dq_accum, int64_t batches, int64_t rows,
+                      const int* flag, bool dq_vector) {
   if (*flag != 0) return;
   const AttnLayout& f = a.g.fwd;
-  const int64_t n = batches * rows * f.Hq * f.D;
-  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < n; x += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t d = x % f.D, h = x / f.D % f.Hq, i = x / (f.D * f.Hq) % rows, b = x / (f.D * f.Hq * rows);
-    a.dq[b * a.g.dq[0] + i * a.g.dq[1] + h * a.g.dq[2] + d] = E::store(dq_accum[x]);
-  }
+  for_row_tasks(batches * rows * f.Hq, int(f.D / 8), [&](int64_t task, bool valid, int sub) {
+    if (!valid) return;
+    const int64_t h = task % f.Hq, i = task / f.Hq % rows, b = task / f.Hq / rows, x = int64_t(sub) * 8;
+    const float4* src = reinterpret_cast<const float4*>(dq_accum + task * f.D + x);
+    const float4 lo = src[0], hi = src[1];
+    const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    typename E::T* dst = a.dq + b * a.g.dq[0] + i * a.g.dq[1] + h * a.g.dq[2] + x;
+    if (dq_vector) {
+      Chunk<E, 8> c;
+      c.set(v);
+      c.store(dst);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) dst[k] = E::store(v[k]);
+    }
+  });
 }
 
 // Everything around the main kernel: scratch for delta, dq's f32 accumulator, the non-finite flag and
@@ -336,10 +389,15 @@ xhal_status launch_tensor_core_backward(const xhal_op_call* c, char* msg, size_t
                       : kernel_error(msg, len, XHAL_ERR_DEVICE, "attention_backward: clearing dq's accumulator failed");
   const int64_t sms = multiprocessor_count(c->device);
   if (s == XHAL_OK) {
-    if (row_tasks > 0) prepare_rows_kernel<E><<<grid_for(row_tasks, 4, 64 * sms), 128, 0, stream>>>(a, flag);
-    scan_keys_kernel<E>
-        <<<grid_for(a.seqs.batch * max_keys * (f.Hq / f.group) * (f.D + f.Dv), 256, 32 * sms), 256, 0, stream>>>(a,
-                                                                                                                 flag);
+    const int64_t rows_per_block = 256 / (f.D / 8);  // 16 or 32
+    if (row_tasks > 0) {
+      prepare_rows_kernel<E><<<grid_for(row_tasks, rows_per_block, 16 * sms), 256, 0, stream>>>(
+          a, flag, rows_vectorizable(c->tensors[XHAL_ATTENTION_BACKWARD_OUT], f.D));
+    }
+    const int64_t key_tasks = a.seqs.batch * max_keys * (f.Hq / f.group);
+    if (key_tasks > 0) {
+      scan_keys_kernel<E><<<grid_for(key_tasks, rows_per_block, 16 * sms), 256, 0, stream>>>(a, flag);
+    }
     s = launch_status(msg, len, "attention_backward (delta and the non-finite scan)");
   }
   if (s == XHAL_OK && max_keys > 0 && a.seqs.batch > 0) {
@@ -347,7 +405,11 @@ xhal_status launch_tensor_core_backward(const xhal_op_call* c, char* msg, size_t
     if (s == XHAL_OK) s = launch_status(msg, len, "attention_backward (tensor cores)");
   }
   if (s == XHAL_OK) {
-    convert_dq_kernel<E><<<grid_for(accum, 256, 32 * sms), 256, 0, stream>>>(a, dq_accum, batches, rows, flag);
+    const int64_t dq_rows = batches * rows * f.Hq;
+    if (dq_rows > 0) {
+      convert_dq_kernel<E><<<grid_for(dq_rows, 256 / (f.D / 8), 16 * sms), 256, 0, stream>>>(
+          a, dq_accum, batches, rows, flag, rows_vectorizable(c->tensors[XHAL_ATTENTION_BACKWARD_DQ], f.D));
+    }
     s = launch_status(msg, len, "attention_backward (dq)");
   }
   // Where the inputs held non-finite values, the generic passes (small grids: they exit at once

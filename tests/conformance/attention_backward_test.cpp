@@ -106,18 +106,24 @@ TEST_P(Conformance, AttentionVarlenBackward) {
 
 // Keys no row sees (left of every row's window) hold NaN and infinity: their gradients are zero and
 // no other gradient is touched. A NaN in one query row makes that row's dq NaN, and the dk and dv
-// of the keys that row sees.
+// of the keys that row sees. Also with the keys' non-finite values alone (a kernel must find them
+// in k and v, not only in q), at both tensor-core head dims.
 TEST_P(Conformance, AttentionBackwardNonFinite) {
-  const AttnCase c{1, 4, 10, 2, 1, 64, 64, {.causal = true, .window_left = 2}};  // rows see keys 4..9 only
-  const int64_t D = c.D;
-  auto q = random({1, 4, 2, D}).with({{(2 * 2 + 1) * D + 3, std::nan("")}});  // row 2, head 1
-  auto k = random({1, 10, 1, D}).with({{1 * D + 5, std::nan("")}, {3 * D, INFINITY}});
-  auto v = random({1, 10, 1, D}).with({{0 * D + 7, -INFINITY}, {2 * D + 1, std::nan("")}});
-  auto dout = random({1, 4, 2, D});
-  const BackwardRun r = run_backward(c, q, k, v, dout, dtype(), device());
-  expect_close_nan_for_nan(r.dq.download("dq"), r.expected.dq, dtype(), "dq");
-  expect_close_nan_for_nan(r.dk.download("dk"), r.expected.dk, dtype(), "dk");
-  expect_close_nan_for_nan(r.dv.download("dv"), r.expected.dv, dtype(), "dv");
+  for (const int64_t D : {int64_t(64), int64_t(128)}) {
+    for (const bool q_nan : {true, false}) {
+      SCOPED_TRACE(fmt::format("D {}, {}", D, q_nan ? "a NaN in q too" : "k and v only"));
+      const AttnCase c{1, 4, 10, 2, 1, D, D, {.causal = true, .window_left = 2}};  // rows see keys 4..9 only
+      auto q = random({1, 4, 2, D});
+      if (q_nan) q = q.with({{(2 * 2 + 1) * D + 3, std::nan("")}});  // row 2, head 1
+      auto k = random({1, 10, 1, D}).with({{1 * D + 5, std::nan("")}, {3 * D, INFINITY}});
+      auto v = random({1, 10, 1, D}).with({{0 * D + 7, -INFINITY}, {2 * D + 1, std::nan("")}});
+      auto dout = random({1, 4, 2, D});
+      const BackwardRun r = run_backward(c, q, k, v, dout, dtype(), device());
+      expect_close_nan_for_nan(r.dq.download("dq"), r.expected.dq, dtype(), "dq");
+      expect_close_nan_for_nan(r.dk.download("dk"), r.expected.dk, dtype(), "dk");
+      expect_close_nan_for_nan(r.dv.download("dv"), r.expected.dv, dtype(), "dv");
+    }
+  }
 }
 
 // The same bits twice in deterministic mode, where many key blocks add into every dq row (700
