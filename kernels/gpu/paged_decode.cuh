@@ -60,6 +60,19 @@ __device__ inline void split_keys(const PagedDecodeArgs& a, int64_t b, int64_t s
   *end = *begin + a.keys_per_split < hi ? *begin + a.keys_per_split : hi;
 }
 
+// Key j of a sequence (its block table row `table`) in a cache of power-of-two blocks: its block
+// and slot, and whether it may be read; a key at or past `end`, or one the table places outside the
+// cache, is not (block 0 then, for a zero-filled copy).
+struct PagedKey {
+  int64_t block, slot;
+  bool valid;
+};
+__device__ inline PagedKey paged_key(const PagedDecodeArgs& a, const int32_t* table, int64_t j, int64_t end) {
+  const int64_t block = j < end ? table[j >> a.block_shift] : -1;
+  const bool valid = block >= 0 && block < a.num_blocks;
+  return {valid ? block : 0, j & (a.block_size - 1), valid};
+}
+
 // 16-bit types only: K and V rows are read as vectors of 8 elements.
 template <class E>
 __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecodeArgs a) {

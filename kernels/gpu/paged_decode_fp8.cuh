@@ -80,14 +80,10 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_fp8_kernel(PagedD
   const int my_row = threadIdx.x / kChunks, my_chunk = threadIdx.x % kChunks;
   auto load_tile = [&](int64_t j0, int s) {
     for (int r = my_row; r < kTileKeys; r += kRowsPerPass) {
-      const int64_t j = j0 + r;
-      int64_t block = j < end ? table[j >> a.block_shift] : -1;
-      const bool valid = block >= 0 && block < a.num_blocks;
-      if (!valid) block = 0;
-      const int64_t slot = j & (a.block_size - 1);
+      const PagedKey key = paged_key(a, table, j0 + r, end);
       const int at = s * kStage + r * D + staged_chunk<D>(r, my_chunk) * 16;
-      sm80::cp_async_16(sK + at, kh + block * a.k_block + slot * a.k_slot + my_chunk * 16, valid);
-      sm80::cp_async_16(sV + at, vh + block * a.v_block + slot * a.v_slot + my_chunk * 16, valid);
+      sm80::cp_async_16(sK + at, kh + key.block * a.k_block + key.slot * a.k_slot + my_chunk * 16, key.valid);
+      sm80::cp_async_16(sV + at, vh + key.block * a.v_block + key.slot * a.v_slot + my_chunk * 16, key.valid);
     }
     sm80::cp_async_commit();
   };

@@ -85,15 +85,11 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_mma_kernel(PagedD
   auto load_tile = [&](int64_t j0, int s) {
     if (my_row < kRowsPerPass) {
       for (int r = my_row; r < kTileKeys; r += kRowsPerPass) {
-        const int64_t j = j0 + r;
-        int64_t block = j < end ? table[j >> a.block_shift] : -1;
-        const bool valid = block >= 0 && block < a.num_blocks;
-        if (!valid) block = 0;
-        const int64_t slot = j & (a.block_size - 1);
+        const PagedKey key = paged_key(a, table, j0 + r, end);
         sm80::cp_async_16(sK + (s * kTileKeys + r) * kKStride + my_chunk * kPerChunk,
-                          kh + block * a.k_block + slot * a.k_slot + my_chunk * kPerChunk, valid);
+                          kh + key.block * a.k_block + key.slot * a.k_slot + my_chunk * kPerChunk, key.valid);
         sm80::cp_async_16(sV + (s * kTileKeys + r) * kVStride + my_chunk * kPerChunk,
-                          vh + block * a.v_block + slot * a.v_slot + my_chunk * kPerChunk, valid);
+                          vh + key.block * a.v_block + key.slot * a.v_slot + my_chunk * kPerChunk, key.valid);
       }
     }
     sm80::cp_async_commit();
