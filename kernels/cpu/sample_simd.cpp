@@ -11,9 +11,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include <algorithm>
 #include <cmath>
-#include <iterator>
 
 #include "kernels/cpu/kernel_registration.hpp"
 #include "kernels/cpu/sample_rows.hpp"
@@ -142,6 +140,28 @@ int64_t positions_matching(const uint32_t* keys, int64_t n, uint32_t prefix, uin
   return count;
 }
 
+// bins[digit] += measure(i) for the positions i = position(j), j in [0, count), whose keys are at
+// least `floor`, where digit = (key >> shift) & 255. Four histograms, position j into j % 4's, added
+// at the end: most of a row's keys share a few first digits, and one histogram made each addition
+// wait for the previous one to the same bin (a store, then a load of it).
+template <class Position, class Measure>
+void histogram(uint64_t (&bins)[256], const uint32_t* keys, int64_t count, uint32_t floor, int shift,
+               Position&& position, Measure&& measure) {
+  uint64_t part[4][256] = {};
+  int64_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    for (int u = 0; u < 4; ++u) {
+      const int64_t i = position(j + u);
+      if (keys[i] >= floor) part[u][(keys[i] >> shift) & 255] += measure(i);
+    }
+  }
+  for (; j < count; ++j) {
+    const int64_t i = position(j);
+    if (keys[i] >= floor) part[0][(keys[i] >> shift) & 255] += measure(i);
+  }
+  for (int b = 0; b < 256; ++b) bins[b] = part[0][b] + part[1][b] + part[2][b] + part[3][b];
+}
+
 // The largest key t whose measure over the keys >= t (and >= floor) reaches `need`, or with
 // top_p >= 0 top-p's target of their total. `order` holds the candidates after the first digit.
 template <class Measure>
@@ -151,21 +171,17 @@ uint32_t radix_select(const SampleRowWork& w, int64_t n, uint32_t floor, uint64_
   uint32_t prefix = 0;
   int64_t candidates = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    std::fill(std::begin(bins), std::end(bins), uint64_t(0));
     if (shift == 24) {
-      for (int64_t i = 0; i < n; ++i) {
-        if (w.keys[i] >= floor) bins[w.keys[i] >> 24] += measure(i);
-      }
+      histogram(
+          bins, w.keys, n, floor, shift, [](int64_t j) { return j; }, measure);
       if (top_p >= 0.0f) {
         uint64_t total = 0;
         for (uint64_t b : bins) total += b;
         need = kernels::top_p_target(top_p, total);
       }
     } else {
-      for (int64_t j = 0; j < candidates; ++j) {
-        const uint32_t i = w.order[j];
-        if (w.keys[i] >= floor) bins[(w.keys[i] >> shift) & 255] += measure(i);
-      }
+      histogram(
+          bins, w.keys, candidates, floor, shift, [&](int64_t j) { return int64_t(w.order[j]); }, measure);
     }
     uint64_t below = 0;
     int bin = 255;
