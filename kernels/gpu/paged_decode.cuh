@@ -36,7 +36,7 @@ struct PagedDecodeArgs {
   int block_shift;  // log2(block_size) when it is a power of two, else -1
   int64_t splits, keys_per_split;
   Mask mask;
-  // An f8_e4m3 cache's scales (paged_decode_mma.cuh's fp8 kernel): one, or one a kv head.
+  // An f8_e4m3 cache's scales (paged_decode_fp8.cuh's kernel): one, or one a kv head.
   const float* k_scale = nullptr;
   const float* v_scale = nullptr;
   bool k_scale_per_head = false, v_scale_per_head = false;
