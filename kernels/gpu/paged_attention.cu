@@ -2,8 +2,9 @@
 // tensor cores when a kv head serves at most 16 query heads and D == Dv is one of the flash head
 // dims, paged_decode_mma.cuh; else paged_decode.cuh) and for an f8_e4m3 cache
 // (paged_decode_fp8.cuh), the generic kernel (one warp per (sequence, query head), keys gathered
-// through the block table) for everything else. A block index outside the cache makes its keys unreadable
-// (skipped) rather than read out of bounds; seq_lens are clamped to the table (docs/ops.md).
+// through the block table) for everything else. A block index outside the cache makes its keys
+// unreadable (skipped) rather than read out of bounds; seq_lens are clamped to the table
+// (docs/ops.md).
 #include "attention_generic.cuh"
 #include "kernels/fp8_cache_call.hpp"
 #include "paged_decode.cuh"
