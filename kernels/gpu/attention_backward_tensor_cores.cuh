@@ -29,19 +29,6 @@ constexpr float kLog2e = 1.4426950408889634f;
 // threads a row, a 16-byte chunk each (one element at a time where a row is not 16-byte aligned):
 // a thread each element, with its index divided out, ran 5-16 times slower than a copy.
 
-// Row tasks [0, tasks) to groups of `per_row` threads (a power of two up to 32), a warp's groups on
-// consecutive tasks; every thread of a warp makes the same trips, so a group may shuffle.
-template <class F>
-__device__ inline void for_row_tasks(int64_t tasks, int per_row, F&& f) {
-  const int lane = threadIdx.x % kWarpSize, rows_per_warp = kWarpSize / per_row;
-  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / kWarpSize);
-  for (int64_t base = (int64_t(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize) * rows_per_warp;
-       base < tasks; base += warps * rows_per_warp) {
-    const int64_t task = base + lane / per_row;
-    f(task, task < tasks, lane % per_row);
-  }
-}
-
 // Eight elements from p as f32: one 16-byte load where `vector`.
 template <class E>
 __device__ inline void load8(const typename E::T* p, bool vector, float (&v)[8]) {

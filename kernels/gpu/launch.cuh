@@ -65,6 +65,19 @@ inline bool rows_vectorizable(const DLTensor* t, int64_t cols) {
   return true;
 }
 
+// Row tasks [0, tasks) to groups of `per_row` threads (a power of two up to a warp), a warp's groups
+// on consecutive tasks; every thread of a warp makes the same trips, so a group may shuffle.
+template <class F>
+__device__ inline void for_row_tasks(int64_t tasks, int per_row, F&& f) {
+  const int lane = threadIdx.x % kWarpSize, rows_per_warp = kWarpSize / per_row;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / kWarpSize);
+  for (int64_t base = (int64_t(blockIdx.x) * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize) * rows_per_warp;
+       base < tasks; base += warps * rows_per_warp) {
+    const int64_t task = base + lane / per_row;
+    f(task, task < tasks, lane % per_row);
+  }
+}
+
 // The status of the last launch, with the kernel's name in the message.
 inline xhal_status launch_status(char* msg, size_t len, const char* kernel) {
   const gpuError_t err = gpuGetLastError();

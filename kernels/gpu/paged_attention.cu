@@ -96,18 +96,21 @@ const char* decode_supports(void*, const xhal_op_call* c) {
 template <class E, bool kFp8 = false>
 struct PagedDecode {
 #if !defined(__HIPCC__)
-  // Decode kernels need more than the default 48 KiB of shared memory: allow what a block may have.
+  // Decode kernels need more than the default 48 KiB of shared memory: allow what a block may have
+  // (once for each kernel).
+  template <void (*Kernel)(PagedDecodeArgs)>
+  static void launch(const PagedDecodeArgs& a, dim3 grid, size_t shared, gpuStream_t stream) {
+    static const bool raised = (allow_shared_bytes(Kernel, kMaxDynamicSharedBytes), true);
+    (void)raised;
+    Kernel<<<grid, kDecodeThreads, shared, stream>>>(a);
+  }
   template <int D>
   static void launch_mma_dim(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
-    static const bool raised = (allow_shared_bytes(paged_decode_mma_kernel<E, D, D>, kMaxDynamicSharedBytes), true);
-    (void)raised;
-    paged_decode_mma_kernel<E, D, D><<<grid, kDecodeThreads, paged_decode_mma_shared_bytes(D, D), stream>>>(a);
+    launch<paged_decode_mma_kernel<E, D, D>>(a, grid, paged_decode_mma_shared_bytes(D, D), stream);
   }
   template <int D, int NT>
   static void launch_fp8_dim(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
-    static const bool raised = (allow_shared_bytes(paged_decode_fp8_kernel<E, D, NT>, kMaxDynamicSharedBytes), true);
-    (void)raised;
-    paged_decode_fp8_kernel<E, D, NT><<<grid, kDecodeThreads, paged_decode_fp8_shared_bytes(D, a.group), stream>>>(a);
+    launch<paged_decode_fp8_kernel<E, D, NT>>(a, grid, paged_decode_fp8_shared_bytes(D, a.group), stream);
   }
   template <int NT>
   static bool launch_fp8(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {

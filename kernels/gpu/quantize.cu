@@ -42,7 +42,6 @@ __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const typename E::T* x, RowLayout xl, uint8_t* q, RowLayout ql, float* scale,
                     kernels::QuantGroups groups, bool dynamic, kernels::QuantFormat format, const unsigned* tensor_amax,
                     int group_lanes) {
-  const int lane = threadIdx.x % kWarpSize, sub = lane % group_lanes, per_warp = kWarpSize / group_lanes;
   const int64_t width = groups.width(xl.cols), per_row = width > 0 ? (xl.cols + width - 1) / width : 0;
   const int64_t tasks = xl.rows * per_row, step = int64_t(group_lanes) * VEC;
   float tensor_scale = 0.0f;
@@ -50,11 +49,9 @@ __global__ void __launch_bounds__(kThreads)
     tensor_scale = kernels::scale_of(__uint_as_float(*tensor_amax), format);
     if (blockIdx.x == 0 && threadIdx.x == 0) scale[0] = tensor_scale;
   }
-  for (int64_t first = (int64_t(blockIdx.x) * kWarps + threadIdx.x / kWarpSize) * per_warp; first < tasks;
-       first += int64_t(gridDim.x) * kWarps * per_warp) {
-    const int64_t task = first + lane / group_lanes;
+  for_row_tasks(tasks, group_lanes, [&](int64_t task, bool valid, int sub) {
     int64_t r = 0, c0 = 0, c1 = 0;  // a lane past the last group has an empty one
-    if (task < tasks) {
+    if (valid) {
       r = task / per_row, c0 = task % per_row * width;
       c1 = c0 + width < xl.cols ? c0 + width : xl.cols;
     }
@@ -71,9 +68,9 @@ __global__ void __launch_bounds__(kThreads)
       }
       for (int d = group_lanes / 2; d > 0; d /= 2) m = kernels::amax_merge(m, warp_shfl_xor(m, d));
       s = kernels::scale_of(m, format);
-      if (sub == 0 && task < tasks) scale[groups.of(r, c0)] = s;
+      if (sub == 0 && valid) scale[groups.of(r, c0)] = s;
     } else {
-      s = task < tasks ? scale[groups.of(r, c0)] : 1.0f;
+      s = valid ? scale[groups.of(r, c0)] : 1.0f;
     }
     uint8_t* out = q + ql.offset(r);
     const float inverse = kernels::inverse_scale(s);
@@ -82,7 +79,7 @@ __global__ void __launch_bounds__(kThreads)
       v.load(row + i);
       *reinterpret_cast<Codes<VEC>*>(out + i) = codes_of<VEC>(v, inverse, format);
     }
-  }
+  });
 }
 
 // Rows over blocks, VEC columns a thread; a chunk's VEC codes share a scale (groups are multiples

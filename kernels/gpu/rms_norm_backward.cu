@@ -62,9 +62,10 @@ constexpr bool kCanStage = false;
 constexpr bool kCanStage = true;
 #endif
 
-// Bytes of the staged rows (kStaged): two stages of each row tensor a group reads.
+// Rows a group has staged (kStaged): the one it works on and the next.
+constexpr int kStagedRows = 2;
 inline size_t staged_row_bytes(int groups, int group_threads, int vpl, bool fused) {
-  return size_t(groups) * 2 * (fused ? 3 : 2) * size_t(vpl) * size_t(group_threads) * 16;
+  return size_t(groups) * kStagedRows * (fused ? 3 : 2) * size_t(vpl) * size_t(group_threads) * 16;
 }
 
 // VPL chunks of VEC elements per thread, in groups of group_threads (whole warps) per row. With
@@ -87,10 +88,11 @@ __global__ void __launch_bounds__(kRowsBlock, VPL >= 4 ? 1 : 2)
   const int groups = blockDim.x / group_threads, group = threadIdx.x / group_threads;
   const int t = threadIdx.x % group_threads;
   const int64_t cols = a.xl.cols, chunks = cols / VEC;
-  constexpr int kTensors = kFused ? 3 : 2, kStages = 2;
+  constexpr int kTensors = kFused ? 3 : 2;
   T* const staged = reinterpret_cast<T*>(block_dw + group_threads * VEC);
   const auto staged_chunk = [&](int stage, int tensor, int i) {
-    return staged + ((size_t(group * kStages + stage) * kTensors + tensor) * VPL + i) * group_threads * VEC + t * VEC;
+    return staged + ((size_t(group * kStagedRows + stage) * kTensors + tensor) * VPL + i) * group_threads * VEC +
+           t * VEC;
   };
   const auto stage_row = [&](int64_t row, int stage) {
     if (row < a.xl.rows) {
@@ -108,11 +110,8 @@ __global__ void __launch_bounds__(kRowsBlock, VPL >= 4 ? 1 : 2)
     }
     copy_commit();
   };
-  int stage = 0;
-  const int64_t step = int64_t(gridDim.x) * groups;
-  if constexpr (kStaged) {
-    for (int s = 0; s < kStages - 1; ++s) stage_row(int64_t(blockIdx.x) * groups + group + s * step, s);
-  }
+  int stage = 0;  // of the row being worked on
+  if constexpr (kStaged) stage_row(int64_t(blockIdx.x) * groups + group, 0);
   const T* weight = static_cast<const T*>(a.weight);
   float dw[VPL][VEC] = {};
   int parity = 0;
@@ -135,8 +134,8 @@ __global__ void __launch_bounds__(kRowsBlock, VPL >= 4 ? 1 : 2)
     float sumsq = 0.0f, dot = 0.0f;
     T* rr = kFused && active ? static_cast<T*>(a.dres) + a.rl.offset(row) : nullptr;
     if constexpr (kStaged) {
-      stage_row(row + (kStages - 1) * step, (stage + kStages - 1) % kStages);
-      copy_wait<kStages - 1>();  // this thread's copies of `row`
+      stage_row(row + int64_t(gridDim.x) * groups, stage ^ 1);
+      copy_wait<1>();  // this thread's copies of `row`
     }
     if (active) {
       const T* xr = static_cast<const T*>(a.x) + a.xl.offset(row);
@@ -168,7 +167,7 @@ __global__ void __launch_bounds__(kRowsBlock, VPL >= 4 ? 1 : 2)
         }
       }
     }
-    stage = (stage + 1) % kStages;
+    stage ^= 1;
     const float2 sums = group_sum2(sumsq, dot, slots, parity, group_threads / kWarpSize);
     if (!active) continue;
     const float inv_rms = rsqrtf(sums.x / float(cols) + a.eps);
