@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/op_table.hpp"
 #include "xhal/xhal.h"
@@ -59,12 +59,12 @@ inline void copy_name(const std::string& text, char* out, size_t len, const char
 inline xhal::TensorView view(const DLTensor* t, std::string_view op, std::string_view arg) {
   if (t == nullptr) {
     throw xhal::Error(xhal::Errc::invalid_argument,
-                      fmt::format("xhal_{}: argument '{}': expected a tensor, got NULL", op, arg));
+                      format_text("xhal_{}: argument '{}': expected a tensor, got NULL", op, arg));
   }
   try {
     return xhal::TensorView::from_dlpack(*t);
   } catch (const xhal::Error& e) {
-    throw xhal::Error(e.code(), fmt::format("xhal_{}: argument '{}': {}", op, arg, e.what()));
+    throw xhal::Error(e.code(), format_text("xhal_{}: argument '{}': {}", op, arg, e.what()));
   }
 }
 
@@ -87,11 +87,11 @@ inline std::vector<xhal::TensorView> list_views(size_t count, const DLTensor* co
   const std::string_view name = xhal::slot_name(op, slot);
   if (list == nullptr) {
     throw xhal::Error(xhal::Errc::invalid_argument,
-                      fmt::format("xhal_{}: argument '{}s': expected an array of {} tensors, got NULL",
+                      format_text("xhal_{}: argument '{}s': expected an array of {} tensors, got NULL",
                                   xhal::op_name(op), name, count));
   }
   views.reserve(count);
-  for (size_t i = 0; i < count; ++i) views.push_back(view(list[i], xhal::op_name(op), fmt::format("{}[{}]", name, i)));
+  for (size_t i = 0; i < count; ++i) views.push_back(view(list[i], xhal::op_name(op), format_text("{}[{}]", name, i)));
   return views;
 }
 

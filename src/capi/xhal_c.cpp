@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "capi/c_call.hpp"
 #include "core/op_table.hpp"
@@ -480,11 +480,11 @@ void fill_rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const xh
       !o.is_contiguous()) {
     throw xhal::Error(
         xhal::Errc::invalid_argument,
-        fmt::format("{}: argument 'out': expected a contiguous f32 tensor of shape [max_pos, rotary_dim]", api));
+        xhal::format_text("{}: argument 'out': expected a contiguous f32 tensor of shape [max_pos, rotary_dim]", api));
   }
   if (o.numel() > 0 && o.data() == nullptr) {
     throw xhal::Error(xhal::Errc::invalid_argument,
-                      fmt::format("{}: argument 'out': expected data for a non-empty tensor, got NULL", api));
+                      xhal::format_text("{}: argument 'out': expected data for a non-empty tensor, got NULL", api));
   }
   xhal::copy(o, xhal::ops::rope_cache(max_pos, rotary_dim, theta, scaling, o.device()));
 }
@@ -503,10 +503,11 @@ xhal_status xhal_rope_cache_scaled(int64_t max_pos, int64_t rotary_dim, double t
                         "xhal_rope_cache_scaled: argument 'scaling': expected a xhal_rope_scaling, got NULL");
     }
     if (scaling->type < 0 || scaling->type > 3) {
-      throw xhal::Error(xhal::Errc::invalid_argument,
-                        fmt::format("xhal_rope_cache_scaled: argument 'scaling.type': expected 0 (none), 1 (linear), "
-                                    "2 (llama3) or 3 (yarn), got {}",
-                                    scaling->type));
+      throw xhal::Error(
+          xhal::Errc::invalid_argument,
+          xhal::format_text("xhal_rope_cache_scaled: argument 'scaling.type': expected 0 (none), 1 (linear), "
+                            "2 (llama3) or 3 (yarn), got {}",
+                            scaling->type));
     }
     xhal::ops::RopeScaling s;
     s.type = xhal::ops::RopeScaling::Type(scaling->type);

@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 #include <unistd.h>
 
 #include "comm/engines.hpp"
@@ -26,7 +26,7 @@ int env_int(env::Var var) {
     const auto v = env::integer(var);  // the table bounds it to int's range
     return v ? int(*v) : -1;
   } catch (const Error& e) {
-    throw Error(e.code(), fmt::format("{}: {}", kWho, e.what()));
+    throw Error(e.code(), format_text("{}: {}", kWho, e.what()));
   }
 }
 
@@ -36,7 +36,7 @@ std::string unusable_store(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-  if (!fs::is_directory(dir, ec)) return fmt::format("its directory {} does not exist", dir.string());
+  if (!fs::is_directory(dir, ec)) return format_text("its directory {} does not exist", dir.string());
   if (fs::is_directory(path, ec)) return "it is a directory; expected a file path";
   return "";
 }
@@ -45,25 +45,25 @@ void share_by_file(std::vector<unsigned char>& bytes, const std::string& path, c
                    std::chrono::milliseconds timeout) {
   namespace fs = std::filesystem;
   if (const std::string why = unusable_store(path); !why.empty()) {
-    throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE=file:{} cannot be used: {}", kWho, path, why));
+    throw Error(Errc::invalid_argument, format_text("{}: XHAL_STORE=file:{} cannot be used: {}", kWho, path, why));
   }
   if (who.rank == 0) {
     // Written whole under another name, then renamed: readers never see a partial id.
-    const std::string tmp = fmt::format("{}.tmp{}", path, getpid());
+    const std::string tmp = format_text("{}.tmp{}", path, getpid());
     std::error_code ec;
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
       if (!out) {
         fs::remove(tmp, ec);
-        throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE: cannot write {}", kWho, tmp));
+        throw Error(Errc::invalid_argument, format_text("{}: XHAL_STORE: cannot write {}", kWho, tmp));
       }
     }
     fs::rename(tmp, path, ec);
     if (ec) {
       const std::string why = ec.message();
       fs::remove(tmp, ec);
-      throw Error(Errc::invalid_argument, fmt::format("{}: XHAL_STORE: cannot create {}: {}", kWho, path, why));
+      throw Error(Errc::invalid_argument, format_text("{}: XHAL_STORE: cannot create {}: {}", kWho, path, why));
     }
     return;
   }
@@ -77,7 +77,7 @@ void share_by_file(std::vector<unsigned char>& bytes, const std::string& path, c
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       throw Error(Errc::timeout,
-                  fmt::format("{}: rank {} waited {} ms for rank 0's id in XHAL_STORE file {} (is rank 0 "
+                  format_text("{}: rank {} waited {} ms for rank 0's id in XHAL_STORE file {} (is rank 0 "
                               "running, with the same XHAL_STORE?)",
                               kWho, who.rank, timeout.count(), path));
     }
@@ -101,12 +101,12 @@ RankAndSize resolve_rank_and_size(const Options& options) {
   }
   if (rank < 0 || size < 0) {
     throw Error(Errc::invalid_argument,
-                fmt::format("{}: no {}: set Options::rank and Options::world_size, or RANK and WORLD_SIZE, or launch "
+                format_text("{}: no {}: set Options::rank and Options::world_size, or RANK and WORLD_SIZE, or launch "
                             "under mpirun",
                             kWho, rank < 0 ? "rank" : "world size"));
   }
   if (size < 1 || rank >= size) {
-    throw Error(Errc::invalid_argument, fmt::format("{}: rank {} is not in [0, world size {})", kWho, rank, size));
+    throw Error(Errc::invalid_argument, format_text("{}: rank {} is not in [0, world size {})", kWho, rank, size));
   }
   return {rank, size};
 }
@@ -115,14 +115,14 @@ void share_from_rank0(std::vector<unsigned char>& bytes, const RankAndSize& who,
   if (who.size == 1) return;
   if (const auto store = env::value(env::Var::store)) {
     if (const auto bad = env::problem(env::Var::store, *store)) {
-      throw Error(Errc::invalid_argument, fmt::format("{}: {}", kWho, *bad));
+      throw Error(Errc::invalid_argument, format_text("{}: {}", kWho, *bad));
     }
     share_by_file(bytes, env::trim(store->substr(5)), who, timeout);  // after "file:"
     return;
   }
   if (!under_mpirun()) {
     throw Error(Errc::invalid_argument,
-                fmt::format("{}: rank 0's id has no way to the other ranks: set XHAL_STORE=file:<path> (a path all "
+                format_text("{}: rank 0's id has no way to the other ranks: set XHAL_STORE=file:<path> (a path all "
                             "ranks see, fresh for each job) or launch under mpirun",
                             kWho));
   }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "comm/engines.hpp"
 #include "comm/pending_op.hpp"
@@ -14,23 +14,23 @@ namespace xhal::comm {
 namespace {
 
 [[noreturn]] void bad(const char* op, std::string_view arg, const std::string& what) {
-  throw Error(Errc::invalid_argument, fmt::format("xhal::comm::{}: argument '{}': {}", op, arg, what));
+  throw Error(Errc::invalid_argument, format_text("xhal::comm::{}: argument '{}': {}", op, arg, what));
 }
 
 void check_tensor(const char* op, std::string_view arg, const TensorView& t, const Communicator& comm) {
   if (t.device() != comm.device()) {
     bad(op, arg,
-        fmt::format("expected a tensor on {} (the communicator's device), got {}", comm.device().str(),
+        format_text("expected a tensor on {} (the communicator's device), got {}", comm.device().str(),
                     t.device().str()));
   }
   if (!t.is_contiguous())
-    bad(op, arg, fmt::format("expected a contiguous tensor, got strides of shape {}", shape_str(t)));
+    bad(op, arg, format_text("expected a contiguous tensor, got strides of shape {}", shape_str(t)));
   if (t.numel() > 0 && t.data() == nullptr) bad(op, arg, "expected data for a non-empty tensor, got null");
 }
 
 void check_same_dtype(const char* op, const TensorView& in, const TensorView& out) {
   if (in.dtype() != out.dtype()) {
-    bad(op, "out", fmt::format("expected dtype {} (as 'in'), got {}", dtype_name(in.dtype()), dtype_name(out.dtype())));
+    bad(op, "out", format_text("expected dtype {} (as 'in'), got {}", dtype_name(in.dtype()), dtype_name(out.dtype())));
   }
 }
 
@@ -38,23 +38,23 @@ void check_reduce(const char* op, ReduceOp reduce, const TensorView& t) {
   const bool floating = t.dtype() == DType::f32 || t.dtype() == DType::f16 || t.dtype() == DType::bf16;
   const bool integer = t.dtype() == DType::i32 || t.dtype() == DType::i64;
   if (!floating && !integer)
-    bad(op, "in", fmt::format("expected f32, f16, bf16, i32 or i64, got {}", dtype_name(t.dtype())));
+    bad(op, "in", format_text("expected f32, f16, bf16, i32 or i64, got {}", dtype_name(t.dtype())));
   if (reduce == ReduceOp::avg && !floating) {
-    bad(op, "op", fmt::format("avg needs a floating-point dtype, got {}", dtype_name(t.dtype())));
+    bad(op, "op", format_text("avg needs a floating-point dtype, got {}", dtype_name(t.dtype())));
   }
 }
 
 void check_numel(const char* op, std::string_view arg, const TensorView& t, int64_t expected, std::string_view why) {
   if (t.numel() != expected) {
-    bad(op, arg, fmt::format("expected {} elements ({}), got {} (shape {})", expected, why, t.numel(), shape_str(t)));
+    bad(op, arg, format_text("expected {} elements ({}), got {} (shape {})", expected, why, t.numel(), shape_str(t)));
   }
 }
 
 void check_rank(const char* op, std::string_view arg, int r, const Communicator& comm, bool not_self) {
   if (r < 0 || r >= comm.size() || (not_self && r == comm.rank())) {
     bad(op, arg,
-        fmt::format("expected a rank in [0, {}){}, got {}", comm.size(),
-                    not_self ? fmt::format(" other than this one ({})", comm.rank()) : "", r));
+        format_text("expected a rank in [0, {}){}, got {}", comm.size(),
+                    not_self ? format_text(" other than this one ({})", comm.rank()) : "", r));
   }
 }
 
@@ -73,7 +73,7 @@ std::string_view engine_name(Engine engine) {
 std::shared_ptr<Communicator> Communicator::create(const Device& device, const Options& options) {
   if (options.timeout.count() <= 0) {
     throw Error(Errc::invalid_argument,
-                fmt::format("xhal::comm::Communicator::create: argument 'options.timeout': expected a positive "
+                format_text("xhal::comm::Communicator::create: argument 'options.timeout': expected a positive "
                             "duration, got {} ms",
                             options.timeout.count()));
   }
@@ -86,7 +86,7 @@ std::shared_ptr<Communicator> Communicator::create(const Device& device, const O
 Work Communicator::submit(Kind kind, const char* op, const TensorView* in, const TensorView* out, ReduceOp reduce,
                           int peer, const Stream* stream) {
   if (stream != nullptr && stream->device() != device()) {
-    bad(op, "stream", fmt::format("expected a stream of {}, got one of {}", device().str(), stream->device().str()));
+    bad(op, "stream", format_text("expected a stream of {}, got one of {}", device().str(), stream->device().str()));
   }
   return Work(run({kind, op, next_seq_++, in, out, reduce, peer, stream}));
 }
@@ -151,7 +151,7 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
   while (!pending_->poll()) {
     if (std::chrono::steady_clock::now() >= deadline) {
       pending_->timed_out();
-      throw Error(Errc::timeout, fmt::format("xhal::comm: {} did not complete within {} ms (a peer that died or "
+      throw Error(Errc::timeout, format_text("xhal::comm: {} did not complete within {} ms (a peer that died or "
                                              "skipped it?); the communicator is aborted",
                                              pending_->what(), limit.count()));
     }

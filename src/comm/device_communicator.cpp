@@ -2,7 +2,7 @@
 // cuda, RCCL for hip). Rank 0 makes the engine's id, bootstrap.cpp hands it to every rank; ops are
 // enqueued on the caller's stream (else the device's current one) and a Work is an event recorded
 // after the op, polled together with the engine's asynchronous error.
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include <mutex>
 #include <vector>
@@ -41,7 +41,7 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
       : device_(device), timeout_(options.timeout), api_(Runtime::get().api(device)) {
     engine_ = api_.comm;
     if (engine_ == nullptr) {
-      throw Error(Errc::unsupported, fmt::format("{}: the {} backend has no collectives engine", kWho, device.str()));
+      throw Error(Errc::unsupported, format_text("{}: the {} backend has no collectives engine", kWho, device.str()));
     }
     const RankAndSize who = resolve_rank_and_size(options);
     rank_ = who.rank, size_ = who.size;
@@ -78,12 +78,12 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
   // The engine's asynchronous error, as Error(comm_error) naming `what`.
   void check_health(const std::string& what) {
     if (aborted_)
-      throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: the communicator was aborted", name(), what));
+      throw Error(Errc::comm_error, format_text("xhal::comm ({}): {}: the communicator was aborted", name(), what));
     char msg[512] = {};
     if (engine_->check(comm_, msg, sizeof msg) != XHAL_OK) {
       abort();
       throw Error(Errc::comm_error,
-                  fmt::format("xhal::comm ({}): {}: {}; the communicator is aborted", name(), what, msg));
+                  format_text("xhal::comm ({}): {}: {}; the communicator is aborted", name(), what, msg));
     }
   }
   const xhal_plugin_api& api() const { return api_; }
@@ -111,7 +111,7 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
   std::chrono::milliseconds timeout() const override { return timeout_; }
 
   std::shared_ptr<detail::PendingOp> run(const Call& c) override {
-    const std::string what = fmt::format("{} #{}", c.op, c.seq);
+    const std::string what = format_text("{} #{}", c.op, c.seq);
     check_health(what);
     check_in_place(c);
     void* stream =
@@ -137,7 +137,7 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     }
     char msg[512] = {};
     const xhal_status s = engine_->enqueue(comm_, op, in, out, count, type, reduce, c.peer, stream, msg, sizeof msg);
-    if (s != XHAL_OK) throw Error(Errc::comm_error, fmt::format("xhal::comm ({}): {}: {}", name(), what, msg));
+    if (s != XHAL_OK) throw Error(Errc::comm_error, format_text("xhal::comm ({}): {}: {}", name(), what, msg));
     auto pending = std::make_shared<DevicePending>(what, timeout_, shared_from_this(), take_event());
     plugin_call<&xhal_plugin_api::event_record>(api_, "recording a completion event", device_.index, pending->event(),
                                                 stream);
@@ -151,7 +151,7 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     throw Error(s == XHAL_ERR_UNSUPPORTED ? Errc::unsupported
                 : s == XHAL_ERR_TIMEOUT   ? Errc::timeout
                                           : Errc::comm_error,
-                fmt::format("{} ({} on {}): {}", kWho, engine_->engine, device_.str(), msg));
+                format_text("{} ({} on {}): {}", kWho, engine_->engine, device_.str(), msg));
   }
   void throw_if(xhal_status s, const char* msg) const {
     if (s != XHAL_OK) fail(s, msg);
@@ -168,7 +168,7 @@ class DeviceCommunicator final : public Communicator, public std::enable_shared_
     if (c.kind == Kind::reduce_scatter) allowed = out == in + size_t(rank_) * c.out->nbytes();
     if (!allowed) {
       throw Error(Errc::invalid_argument,
-                  fmt::format("xhal::comm::{}: argument 'out': overlaps 'in' other than in place ({})", c.op,
+                  format_text("xhal::comm::{}: argument 'out': overlaps 'in' other than in place ({})", c.op,
                               c.kind == Kind::all_gather       ? "'in' must be this rank's block of 'out'"
                               : c.kind == Kind::reduce_scatter ? "'out' must be this rank's block of 'in'"
                                                                : "'out' must be 'in'"));

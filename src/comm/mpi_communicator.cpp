@@ -16,7 +16,7 @@
 #include <mutex>
 #include <vector>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "comm/bootstrap.hpp"
 #include "comm/engines.hpp"
@@ -37,7 +37,7 @@ std::mutex& mpi_lock() {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(code, text, &len);
-  throw Error(Errc::comm_error, fmt::format("xhal::comm (mpi): {}: {}", what, std::string(text, size_t(len))));
+  throw Error(Errc::comm_error, format_text("xhal::comm (mpi): {}: {}", what, std::string(text, size_t(len))));
 }
 
 void check(int code, const std::string& what) {
@@ -146,7 +146,7 @@ class MpiPending final : public detail::PendingOp {
   bool poll() override {
     if (done_) return true;
     if (*aborted_)
-      throw Error(Errc::comm_error, fmt::format("xhal::comm (mpi): {}: the communicator was aborted", what()));
+      throw Error(Errc::comm_error, format_text("xhal::comm (mpi): {}: the communicator was aborted", what()));
     int flag = 0;
     {
       std::lock_guard lock(mpi_lock());
@@ -192,15 +192,15 @@ class MpiCommunicator final : public Communicator {
   std::chrono::milliseconds timeout() const override { return timeout_; }
 
   std::shared_ptr<detail::PendingOp> run(const Call& c) override {
-    const std::string what = fmt::format("{} #{}", c.op, c.seq);
+    const std::string what = format_text("{} #{}", c.op, c.seq);
     if (*aborted_)
-      throw Error(Errc::comm_error, fmt::format("xhal::comm (mpi): {}: the communicator was aborted", what));
+      throw Error(Errc::comm_error, format_text("xhal::comm (mpi): {}: the communicator was aborted", what));
     auto p = std::make_shared<MpiPending>(what, timeout_, aborted_);
     const TensorView* in = c.in;
     const TensorView* out = c.out;
     for (const TensorView* t : {in, out}) {
       if (t != nullptr && t->numel() * int64_t(size_) > INT_MAX) {
-        throw Error(Errc::invalid_argument, fmt::format("xhal::comm::{}: more than 2^31 - 1 elements per call on the "
+        throw Error(Errc::invalid_argument, format_text("xhal::comm::{}: more than 2^31 - 1 elements per call on the "
                                                         "MPI engine ({} x {} ranks)",
                                                         c.op, t->numel(), size_));
       }
@@ -263,7 +263,7 @@ void check_bootstrap(const Options& options, int rank, int size) {
   auto expect = [](const char* name, int given, int actual) {
     if (given >= 0 && given != actual) {
       throw Error(Errc::invalid_argument,
-                  fmt::format("xhal::comm::Communicator::create: {} is {} but MPI says {} (launch with mpirun -np "
+                  format_text("xhal::comm::Communicator::create: {} is {} but MPI says {} (launch with mpirun -np "
                               "and leave RANK/WORLD_SIZE unset, or make them agree)",
                               name, given, actual));
     }

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "comm/engines.hpp"
 #include "core/plugin_loader.hpp"
@@ -28,12 +28,12 @@ LoadedEngine load_engine() {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* err = dlerror();
-      tried += fmt::format("{}{}", tried.empty() ? "" : "; ", err ? err : path);
+      tried += format_text("{}{}", tried.empty() ? "" : "; ", err ? err : path);
       continue;
     }
     using Entry = const MpiEngine* (*)();
     auto entry = reinterpret_cast<Entry>(dlsym(handle, kMpiEngineEntry));
-    if (entry == nullptr) return {nullptr, fmt::format("{} has no {}", path, kMpiEngineEntry)};
+    if (entry == nullptr) return {nullptr, format_text("{} has no {}", path, kMpiEngineEntry)};
     return {entry(), ""};
   }
   return {nullptr, tried};
@@ -45,7 +45,7 @@ std::shared_ptr<Communicator> create_mpi_communicator(const Device& device, cons
   static const LoadedEngine loaded = load_engine();
   if (loaded.engine == nullptr) {
     throw Error(Errc::unsupported,
-                fmt::format("xhal::comm::Communicator::create: {} needs the MPI engine {}, which cannot be loaded "
+                format_text("xhal::comm::Communicator::create: {} needs the MPI engine {}, which cannot be loaded "
                             "({}); it is built where MPI is (Debian: libopenmpi-dev) and needs libmpi at run time",
                             device.str(), kMpiEngineFile, loaded.why.empty() ? "not built" : loaded.why));
   }

@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/logging.hpp"
 #include "core/plugin_call.hpp"
@@ -13,7 +13,7 @@ namespace {
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-std::string mib(size_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20)); }
+std::string mib(size_t bytes) { return format_text("{:.1f} MiB", double(bytes) / (1 << 20)); }
 
 }  // namespace
 
@@ -33,7 +33,7 @@ void* CachingAllocator::allocate(size_t bytes, void* stream) {
   if (config_.fail_allocation > 0 && ++allocations == config_.fail_allocation) {
     ++stats_.num_ooms;
     throw OutOfMemoryError(
-        fmt::format("out of memory on {}: tried to allocate {} ({} bytes); injected failure of "
+        format_text("out of memory on {}: tried to allocate {} ({} bytes); injected failure of "
                     "allocation {} of this process (XHAL_FAULT_ALLOC={})",
                     device_.str(), mib(bytes), bytes, config_.fail_allocation, config_.fail_allocation));
   }
@@ -96,7 +96,7 @@ void CachingAllocator::deallocate(void* ptr) {
   std::lock_guard lock(mutex_);
   auto it = live_.find(ptr);
   if (it == live_.end()) {
-    log().error("allocator {}: free of unknown pointer {}", device_.str(), ptr);
+    log(LogLevel::error, "allocator {}: free of unknown pointer {}", device_.str(), ptr);
     return;
   }
   Block* block = it->second;
@@ -181,7 +181,7 @@ CachingAllocator::Block* CachingAllocator::new_segment(size_t size, bool small, 
     return nullptr;
   }
   if (status != XHAL_OK) {
-    throw_status(status, fmt::format("allocator {}: driver allocation of {} bytes failed: {}", device_.str(), size,
+    throw_status(status, format_text("allocator {}: driver allocation of {} bytes failed: {}", device_.str(), size,
                                      message.text));
   }
   stats_.reserved += size;
@@ -209,9 +209,9 @@ void CachingAllocator::throw_oom(size_t request, const char* driver_message) {
   size_t free_bytes = 0, total_bytes = 0;
   plugin_call_unchecked<&xhal_plugin_api::mem_info>(api_, device_.index, &free_bytes, &total_bytes);
   std::string limit =
-      config_.memory_limit ? fmt::format(", limit {} (XHAL_MEMORY_LIMIT)", mib(config_.memory_limit)) : "";
+      config_.memory_limit ? format_text(", limit {} (XHAL_MEMORY_LIMIT)", mib(config_.memory_limit)) : "";
   throw OutOfMemoryError(
-      fmt::format("out of memory on {}: tried to allocate {} ({} bytes); device free {} of total {}; "
+      format_text("out of memory on {}: tried to allocate {} ({} bytes); device free {} of total {}; "
                   "allocated by xhal {}, reserved by xhal {}{}{}{}",
                   device_.str(), mib(request), request, mib(free_bytes), mib(total_bytes), mib(stats_.allocated),
                   mib(stats_.reserved), limit, driver_message && *driver_message ? "; driver: " : "",

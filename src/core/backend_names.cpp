@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/env.hpp"
 
@@ -104,10 +104,10 @@ std::string known_list() {
   for (std::string_view backend : backends) {
     std::string aliases;
     for (const Alias& a : kAliases) {
-      if (a.backend == backend) aliases += fmt::format("{}{}", aliases.empty() ? "" : ", ", a.alias);
+      if (a.backend == backend) aliases += format_text("{}{}", aliases.empty() ? "" : ", ", a.alias);
     }
-    out += fmt::format(", {}", backend);
-    if (!aliases.empty()) out += fmt::format(" ({})", aliases);
+    out += format_text(", {}", backend);
+    if (!aliases.empty()) out += format_text(" ({})", aliases);
   }
   return out;
 }

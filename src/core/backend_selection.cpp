@@ -1,6 +1,6 @@
 #include "core/backend_selection.hpp"
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/backend_names.hpp"
 #include "core/env.hpp"
@@ -16,17 +16,17 @@ std::string unavailable_reason(DeviceType type, bool detailed) {
   const std::string_view name = device_type_name(type);
   if (const BackendState* state = Runtime::get().backend(type)) {
     if (!state->properties.empty()) return "";
-    return fmt::format("the {} plugin ({}) loaded but reports no device: {}", name, state->plugin.info.path,
+    return format_text("the {} plugin ({}) loaded but reports no device: {}", name, state->plugin.info.path,
                        state->plugin.info.reason);
   }
   for (const auto& record : Runtime::get().backends()) {
     if (record.name == name) {
-      return fmt::format("the {} plugin ({}) failed to load: {}", name, record.path, record.reason);
+      return format_text("the {} plugin ({}) failed to load: {}", name, record.path, record.reason);
     }
   }
-  if (!detailed) return fmt::format("no {} plugin", name);
-  return fmt::format("the {} plugin (libxhal_{}.so) was not found; searched: {}", name, name,
-                     fmt::join(plugin_search_dirs(), ", "));
+  if (!detailed) return format_text("no {} plugin", name);
+  return format_text("the {} plugin (libxhal_{}.so) was not found; searched: {}", name, name,
+                     join_text(plugin_search_dirs(), ", "));
 }
 
 }  // namespace
@@ -42,18 +42,18 @@ DefaultDeviceChoice choose_default_device() {
       std::string why = unavailable_reason(type, false);
       if (why.empty()) {
         return {{type, 0},
-                fmt::format("BACKEND_TYPE=auto picked {}:0, the first accelerator with "
+                format_text("BACKEND_TYPE=auto picked {}:0, the first accelerator with "
                             "a device{}{}",
                             device_type_name(type), skipped.empty() ? "" : "; ", skipped)};
       }
-      skipped += fmt::format("{}{}", skipped.empty() ? "" : "; ", why);
+      skipped += format_text("{}{}", skipped.empty() ? "" : "; ", why);
     }
-    return {Device::cpu(), fmt::format("BACKEND_TYPE=auto picked cpu: no accelerator ({})", skipped)};
+    return {Device::cpu(), format_text("BACKEND_TYPE=auto picked cpu: no accelerator ({})", skipped)};
   }
   const std::string backend = backend_names::canonical(requested);
   if (!backend_names::is_valid_name(backend)) {
     throw Error(Errc::invalid_argument,
-                fmt::format("BACKEND_TYPE={}: not a backend name ([a-z][a-z0-9_]{{0,31}}); installed: {}; "
+                format_text("BACKEND_TYPE={}: not a backend name ([a-z][a-z0-9_]{{0,31}}); installed: {}; "
                             "known: {}",
                             requested, Runtime::get().installed_list(), backend_names::known_list()));
   }
@@ -61,20 +61,20 @@ DefaultDeviceChoice choose_default_device() {
   if (!type) {
     for (const auto& record : Runtime::get().backends()) {
       if (record.name == backend) {
-        throw Error(Errc::backend_unavailable, fmt::format("BACKEND_TYPE={}: the {} plugin ({}) failed to load: {}",
+        throw Error(Errc::backend_unavailable, format_text("BACKEND_TYPE={}: the {} plugin ({}) failed to load: {}",
                                                            requested, backend, record.path, record.reason));
       }
     }
     throw Error(Errc::backend_unavailable,
-                fmt::format("BACKEND_TYPE={}: no plugin for backend '{}' is installed (libxhal_{}.so; searched: "
+                format_text("BACKEND_TYPE={}: no plugin for backend '{}' is installed (libxhal_{}.so; searched: "
                             "{}); installed: {}; known: {}",
-                            requested, backend, backend, fmt::join(plugin_search_dirs(), ", "),
+                            requested, backend, backend, join_text(plugin_search_dirs(), ", "),
                             Runtime::get().installed_list(), backend_names::known_list()));
   }
   if (std::string why = unavailable_reason(*type, true); !why.empty()) {
-    throw Error(Errc::backend_unavailable, fmt::format("BACKEND_TYPE={}: {}", requested, why));
+    throw Error(Errc::backend_unavailable, format_text("BACKEND_TYPE={}: {}", requested, why));
   }
-  return {{*type, 0}, fmt::format("BACKEND_TYPE={} selects {}", requested, Device{*type, 0}.str())};
+  return {{*type, 0}, format_text("BACKEND_TYPE={} selects {}", requested, Device{*type, 0}.str())};
 }
 
 }  // namespace xhal

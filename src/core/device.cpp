@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/backend_names.hpp"
 #include "core/runtime.hpp"
@@ -24,7 +24,7 @@ Device Device::parse(std::string_view text) {
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
     if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || index < 0) {
       throw Error(Errc::invalid_argument,
-                  fmt::format("device '{}': the index after ':' must be a non-negative integer", text));
+                  format_text("device '{}': the index after ':' must be a non-negative integer", text));
     }
   }
   auto type = backend_names::lookup(name);
@@ -34,7 +34,7 @@ Device Device::parse(std::string_view text) {
   }
   if (!type) {
     throw Error(Errc::invalid_argument,
-                fmt::format("device '{}': unknown device type '{}'; installed backends: {}; known names: {} "
+                format_text("device '{}': unknown device type '{}'; installed backends: {}; known names: {} "
                             "(each with an optional ':<index>')",
                             text, name, Runtime::get().installed_list(), backend_names::known_list()));
   }
@@ -43,7 +43,7 @@ Device Device::parse(std::string_view text) {
 
 std::string Device::str() const {
   if (type == DeviceType::cpu && index == 0) return "cpu";
-  return fmt::format("{}:{}", device_type_name(type), index);
+  return format_text("{}:{}", device_type_name(type), index);
 }
 
 }  // namespace xhal

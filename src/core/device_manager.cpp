@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/backend_selection.hpp"
 #include "core/logging.hpp"
@@ -47,7 +47,7 @@ bool DeviceManager::has_device(Device device) const {
 Device DeviceManager::default_device() const {
   static std::once_flag logged;
   DefaultDeviceChoice choice = choose_default_device();
-  std::call_once(logged, [&] { log().info("{}", choice.reason); });
+  std::call_once(logged, [&] { log(LogLevel::info, "{}", choice.reason); });
   return choice.device;
 }
 
@@ -127,7 +127,7 @@ Event DeviceManager::create_timed_event(Device device) {
   const auto& api = Runtime::get().api(device);
   if (api.timed_event_create == nullptr || api.event_elapsed_ms == nullptr) {
     throw Error(Errc::unsupported,
-                fmt::format("DeviceManager::create_timed_event: the {} backend cannot time its streams", device.str()));
+                format_text("DeviceManager::create_timed_event: the {} backend cannot time its streams", device.str()));
   }
   void* native = nullptr;
   plugin_call<&xhal_plugin_api::timed_event_create>(api, "timed_event_create", device.index, &native);
@@ -166,11 +166,11 @@ void Event::synchronize() const {
 double Event::elapsed_ms(const Event& end) const {
   if (!timed_ || !end.timed_) {
     throw Error(Errc::invalid_argument,
-                fmt::format("Event::elapsed_ms: {} event was not made by DeviceManager::create_timed_event",
+                format_text("Event::elapsed_ms: {} event was not made by DeviceManager::create_timed_event",
                             timed_ ? "the end" : "the start"));
   }
   if (end.device_ != device_) {
-    throw Error(Errc::invalid_argument, fmt::format("Event::elapsed_ms: the start event is on {}, the end event on {}",
+    throw Error(Errc::invalid_argument, format_text("Event::elapsed_ms: the start event is on {}, the end event on {}",
                                                     device_.str(), end.device_.str()));
   }
   const auto& api = Runtime::get().api(device_);

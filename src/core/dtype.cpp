@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "xhal/error.hpp"
 #include "xhal/fp8.hpp"
@@ -34,7 +34,7 @@ const DTypeInfo& info(DType d) {
   for (const DTypeInfo& i : kDTypes) {
     if (i.dtype == d) return i;
   }
-  throw Error(Errc::invalid_argument, fmt::format("no dtype with code {}", int(d)));
+  throw Error(Errc::invalid_argument, format_text("no dtype with code {}", int(d)));
 }
 
 }  // namespace
@@ -50,7 +50,7 @@ DType dtype_from_dlpack(DLDataType type) {
     if (t.code == type.code && t.bits == type.bits && t.lanes == type.lanes) return i.dtype;
   }
   throw Error(Errc::invalid_argument,
-              fmt::format("DLPack dtype (code {}, bits {}, lanes {}) is not supported; xhal handles "
+              format_text("DLPack dtype (code {}, bits {}, lanes {}) is not supported; xhal handles "
                           "f32, f16, bf16, f64, i32, i64, i8, float8_e4m3fn and float8_e5m2 with lanes 1",
                           type.code, type.bits, type.lanes));
 }

@@ -7,7 +7,7 @@
 #include <charconv>
 #include <cstdlib>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "xhal/error.hpp"
 
@@ -204,15 +204,15 @@ std::optional<std::string> problem(Var var, std::string_view raw) {
   const std::string text = trim(raw);
   if (text.empty()) return std::nullopt;
   const auto bad = [&](std::string_view why = {}) {
-    return fmt::format("{}='{}': expected {}{}", i.name, raw, why.empty() ? rule_text(i) : why,
-                       i.rule == Rule::integer ? fmt::format(" in [{}, {}]", i.min, i.max) : "");
+    return format_text("{}='{}': expected {}{}", i.name, raw, why.empty() ? rule_text(i) : why,
+                       i.rule == Rule::integer ? format_text(" in [{}, {}]", i.min, i.max) : "");
   };
   switch (i.rule) {
     case Rule::name:
       if (!is_name(text)) return bad();
       return std::nullopt;
     case Rule::choice:
-      if (!in_choices(i.choices, lower(text))) return bad(fmt::format("one of {}", i.choices));
+      if (!in_choices(i.choices, lower(text))) return bad(format_text("one of {}", i.choices));
       return std::nullopt;
     case Rule::flag:
       if (!in_choices("1, true, on, yes, 0, false, off, no", lower(text))) return bad();

@@ -11,7 +11,7 @@ void warn_bad_value(Var var, const std::string& message) {
   static std::array<std::atomic<bool>, 64> warned{};  // one flag per row of the table
   const size_t row = size_t(&info(var) - table().data());
   if (row < warned.size() && warned[row].exchange(true)) return;
-  log().warn("{}; {}", message, info(var).on_bad);
+  log(LogLevel::warn, "{}; {}", message, info(var).on_bad);
 }
 
 }  // namespace xhal::env

@@ -7,7 +7,7 @@
 #include <new>
 #include <string>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/logging.hpp"
 #include "core/registry.hpp"
@@ -27,8 +27,8 @@ xhal_status register_kernel(void* ctx, const xhal_kernel_desc* desc, char* msg, 
   constexpr size_t kMinSize = offsetof(xhal_kernel_desc, run) + sizeof(xhal_kernel_run_fn);
   if (desc == nullptr || desc->struct_size < kMinSize) {
     return write_message(msg, len, XHAL_ERR_INVALID_ARGUMENT,
-                         fmt::format("register_kernel: expected a descriptor of struct_size >= {}, got {}", kMinSize,
-                                     desc == nullptr ? std::string("NULL") : fmt::format("{}", desc->struct_size)));
+                         format_text("register_kernel: expected a descriptor of struct_size >= {}, got {}", kMinSize,
+                                     desc == nullptr ? std::string("NULL") : format_text("{}", desc->struct_size)));
   }
   xhal_kernel_desc copy{};
   std::memcpy(&copy, desc, std::min<size_t>(desc->struct_size, sizeof copy));
@@ -36,7 +36,7 @@ xhal_status register_kernel(void* ctx, const xhal_kernel_desc* desc, char* msg, 
   desc = &copy;
   if (desc->name == nullptr || desc->run == nullptr) {
     return write_message(msg, len, XHAL_ERR_INVALID_ARGUMENT,
-                         fmt::format("register_kernel: kernel '{}' has no {}", desc->name ? desc->name : "(unnamed)",
+                         format_text("register_kernel: kernel '{}' has no {}", desc->name ? desc->name : "(unnamed)",
                                      desc->name ? "run()" : "name"));
   }
   if (!context->committed) {
@@ -53,9 +53,8 @@ xhal_status register_kernel(void* ctx, const xhal_kernel_desc* desc, char* msg, 
 }
 
 void log_message(void*, xhal_log_level level, const char* msg) {
-  static constexpr spdlog::level::level_enum kLevels[] = {spdlog::level::debug, spdlog::level::info,
-                                                          spdlog::level::warn, spdlog::level::err};
-  log().log(kLevels[int(level) < 0 ? 0 : int(level) > 3 ? 3 : int(level)], "{}", msg ? msg : "");
+  static constexpr LogLevel kLevels[] = {LogLevel::debug, LogLevel::info, LogLevel::warn, LogLevel::error};
+  log_text(kLevels[int(level) < 0 ? 0 : int(level) > 3 ? 3 : int(level)], msg ? msg : "");
 }
 
 xhal_status scratch_alloc(void* ctx, int32_t device, size_t bytes, void* stream, void** ptr, char* msg, size_t len) {
@@ -63,7 +62,7 @@ xhal_status scratch_alloc(void* ctx, int32_t device, size_t bytes, void* stream,
   if (context->allocators == nullptr || device < 0 || size_t(device) >= context->allocators->size()) {
     return write_message(
         msg, len, XHAL_ERR_INVALID_ARGUMENT,
-        fmt::format("scratch_alloc: the {} backend has no device {}", device_type_name(context->type), device));
+        format_text("scratch_alloc: the {} backend has no device {}", device_type_name(context->type), device));
   }
   try {
     *ptr = (*context->allocators)[size_t(device)]->allocate(bytes, stream);
@@ -120,7 +119,7 @@ void commit_pending_kernels(PluginHostContext& context) {
     try {
       context.registry->add(context.type, desc);
     } catch (const Error& e) {
-      log().warn("kernel {} of the {} plugin not registered: {}", desc.name, device_type_name(context.type), e.what());
+      log(LogLevel::warn, "kernel {} of the {} plugin not registered: {}", desc.name, device_type_name(context.type), e.what());
     }
   }
   context.pending.clear();

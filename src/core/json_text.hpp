@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 namespace xhal {
 
@@ -19,7 +19,7 @@ inline std::string json_string(std::string_view s) {
       case '\t': out += "\\t"; break;
       default:
         if (static_cast<unsigned char>(c) < 0x20)
-          out += fmt::format("\\u{:04x}", int(c));
+          out += format_text("\\u{:04x}", int(c));
         else
           out += c;
     }

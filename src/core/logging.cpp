@@ -1,12 +1,14 @@
 #include "core/logging.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "core/env.hpp"
 
 namespace xhal {
+namespace {
 
-spdlog::logger& log() {
+spdlog::logger& logger() {
   static std::shared_ptr<spdlog::logger> logger = [] {
     auto l = std::make_shared<spdlog::logger>("xhal", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     l->set_pattern("[xhal %l] %v");
@@ -24,5 +26,21 @@ spdlog::logger& log() {
   }();
   return *logger;
 }
+
+spdlog::level::level_enum spdlog_level(LogLevel level) {
+  switch (level) {
+    case LogLevel::debug: return spdlog::level::debug;
+    case LogLevel::info: return spdlog::level::info;
+    case LogLevel::warn: return spdlog::level::warn;
+    case LogLevel::error: break;
+  }
+  return spdlog::level::err;
+}
+
+}  // namespace
+
+bool log_enabled(LogLevel level) { return logger().should_log(spdlog_level(level)); }
+
+void log_text(LogLevel level, std::string_view message) { logger().log(spdlog_level(level), "{}", message); }
 
 }  // namespace xhal

@@ -4,8 +4,7 @@
 #include <array>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include "core/text_format.hpp"
 
 #include "xhal/error.hpp"
 #include "xhal/tensor_view.hpp"
@@ -103,7 +102,7 @@ Op op_from_name(std::string_view name) {
   for (size_t i = 0; i < kOpNames.size(); ++i) {
     if (kOpNames[i] == name) return Op(i);
   }
-  throw Error(Errc::invalid_argument, fmt::format("unknown op '{}'; ops are: {}", name, fmt::join(kOpNames, ", ")));
+  throw Error(Errc::invalid_argument, format_text("unknown op '{}'; ops are: {}", name, join_text(kOpNames, ", ")));
 }
 
 std::span<const SlotInfo> op_slots(Op op) {
@@ -136,7 +135,7 @@ int64_t call_entries(const xhal_op_call& call) {
 std::string call_tensor_name(const xhal_op_call& call, uint32_t index) {
   const CallTensor t = call_tensor(Op(call.op), index);
   const std::string_view name = t.slot != nullptr ? t.slot->name : "(no such tensor)";
-  return t.entry >= 0 && call_entries(call) > 1 ? fmt::format("{}[{}]", name, t.entry) : std::string(name);
+  return t.entry >= 0 && call_entries(call) > 1 ? format_text("{}[{}]", name, t.entry) : std::string(name);
 }
 
 std::string describe_shapes(const xhal_op_call& call) {
@@ -152,15 +151,15 @@ std::string describe_shapes(const xhal_op_call& call) {
       const int64_t i = in_entry ? XHAL_LIST_SLOT(s.slot, e, list.stride) : s.slot;
       if (i >= int64_t(call.num_tensors) || call.tensors[i] == nullptr) continue;
       const TensorView v = TensorView::from_dlpack(*call.tensors[i]);
-      std::string part = fmt::format("{}[{}]", call_tensor_name(call, uint32_t(i)), fmt::join(v.shape(), ","));
-      if (!v.is_contiguous()) part += fmt::format("/strides[{}]", fmt::join(v.strides(), ","));
+      std::string part = format_text("{}[{}]", call_tensor_name(call, uint32_t(i)), join_text(v.shape(), ","));
+      if (!v.is_contiguous()) part += format_text("/strides[{}]", join_text(v.strides(), ","));
       parts.push_back(std::move(part));
     }
   }
   if (entries > kEntriesShown) {
-    parts.push_back(fmt::format("... ({} entries)", entries));
+    parts.push_back(format_text("... ({} entries)", entries));
   }
-  return fmt::format("{}", fmt::join(parts, " "));
+  return format_text("{}", join_text(parts, " "));
 }
 
 }  // namespace xhal

@@ -11,7 +11,7 @@
 #include <regex>
 #include <set>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/backend_names.hpp"
 #include "core/env.hpp"
@@ -79,7 +79,7 @@ std::string writable_reason(const std::string& path) {
     struct stat st {};
     if (stat(p.c_str(), &st) != 0) continue;
     if (writable_by_others(st)) {
-      return fmt::format(
+      return format_text(
           "refused: {} is writable by users other than its owner and root (mode {:04o}); a plugin "
           "runs code in every process that loads xhal",
           p.string(), st.st_mode & 07777);
@@ -108,9 +108,9 @@ std::vector<std::string> plugin_search_dirs() {
   }
   if (!relative.empty()) {
     env::warn_bad_value(env::Var::plugin_path,
-                        fmt::format("XHAL_PLUGIN_PATH has relative entries ({}), which would name other directories "
+                        format_text("XHAL_PLUGIN_PATH has relative entries ({}), which would name other directories "
                                     "as the program changes its own",
-                                    fmt::join(relative, ", ")));
+                                    join_text(relative, ", ")));
   }
   if (!g_library_dir.empty()) dirs.push_back(g_library_dir);
   dirs.emplace_back(XHAL_INSTALL_LIBDIR);
@@ -175,43 +175,43 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source, Regi
   plugin.info.name = name.empty() ? fs::path(path).stem().string() : name;
   auto fail = [&](std::string reason) {
     plugin.info.reason = std::move(reason);
-    log().info("plugin {} not loaded: {}", path, plugin.info.reason);
+    log(LogLevel::info, "plugin {} not loaded: {}", path, plugin.info.reason);
     return std::move(plugin);
   };
 
   // Checked before dlopen, which runs the library's constructors.
   if (source == PluginSource::search_path && !backend_names::is_valid_name(name)) {
     return fail(
-        fmt::format("not opened: '{}' is not a backend name ([a-z][a-z0-9_]{{0,31}}); "
+        format_text("not opened: '{}' is not a backend name ([a-z][a-z0-9_]{{0,31}}); "
                     "DeviceManager::load_plugin loads a plugin of another file name",
                     name));
   }
   if (source == PluginSource::search_path && backend_names::canonical(name) != name) {
-    return fail(fmt::format("not opened: '{}' is another name of the {} backend; its plugin is libxhal_{}.so", name,
+    return fail(format_text("not opened: '{}' is another name of the {} backend; its plugin is libxhal_{}.so", name,
                             backend_names::canonical(name), backend_names::canonical(name)));
   }
   if (std::string why = writable_reason(path); !why.empty()) return fail(std::move(why));
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    return fail(fmt::format("cannot open: {}", err ? err : "unknown dlopen error"));
+    return fail(format_text("cannot open: {}", err ? err : "unknown dlopen error"));
   }
   auto init = reinterpret_cast<xhal_plugin_init_fn>(dlsym(handle, XHAL_PLUGIN_ENTRY));
   if (init == nullptr) {
     dlclose(handle);
-    return fail(fmt::format("missing entry point {} (not an xhal plugin?)", XHAL_PLUGIN_ENTRY));
+    return fail(format_text("missing entry point {} (not an xhal plugin?)", XHAL_PLUGIN_ENTRY));
   }
   // The ABI version is asked before init: init's arguments are laid out by that version.
   auto abi_version = reinterpret_cast<xhal_plugin_abi_version_fn>(dlsym(handle, XHAL_PLUGIN_ABI_ENTRY));
   if (abi_version == nullptr) {
     return fail(
-        fmt::format("a plugin of ABI version 1 (it has no {}); this xhal loads ABI version {} plugins: "
+        format_text("a plugin of ABI version 1 (it has no {}); this xhal loads ABI version {} plugins: "
                     "rebuild it against this xhal's xhal/plugin.h",
                     XHAL_PLUGIN_ABI_ENTRY, XHAL_PLUGIN_ABI_VERSION));
   }
   if (const uint32_t version = abi_version(); version != XHAL_PLUGIN_ABI_VERSION) {
     return fail(
-        fmt::format("a plugin of ABI version {}; this xhal loads ABI version {} plugins: rebuild it "
+        format_text("a plugin of ABI version {}; this xhal loads ABI version {} plugins: rebuild it "
                     "against this xhal's xhal/plugin.h",
                     version, XHAL_PLUGIN_ABI_VERSION));
   }
@@ -226,7 +226,7 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source, Regi
     status = init(&plugin.context->host, &plugin.api, reason, sizeof reason);
   } catch (const std::exception& e) {
     // A C++ plugin interrupted by an exception: refused like a failed init, its kernels dropped.
-    return fail(fmt::format("initialisation threw: {}", e.what()));
+    return fail(format_text("initialisation threw: {}", e.what()));
   } catch (...) {
     return fail("initialisation threw an exception of unknown type");
   }
@@ -234,14 +234,14 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source, Regi
   // The handle stays open even on failure: a plugin may have started threads or registered
   // destructors, and unloading such code is not safe.
   if (status != XHAL_OK) {
-    return fail(fmt::format("initialisation failed: {}", reason[0] ? reason : "no reason given"));
+    return fail(format_text("initialisation failed: {}", reason[0] ? reason : "no reason given"));
   }
   if (plugin.api.abi_version != XHAL_PLUGIN_ABI_VERSION) {
-    return fail(fmt::format("its table says ABI version {} but xhal_plugin_abi_version() said {}",
+    return fail(format_text("its table says ABI version {} but xhal_plugin_abi_version() said {}",
                             plugin.api.abi_version, XHAL_PLUGIN_ABI_VERSION));
   }
   if (const char* missing = missing_member(plugin.api)) {
-    return fail(fmt::format("the plugin's function table is incomplete: {} is not set", missing));
+    return fail(format_text("the plugin's function table is incomplete: {} is not set", missing));
   }
   if (plugin.api.struct_size < sizeof(xhal_plugin_api)) {  // built before the optional tail
     std::memset(reinterpret_cast<char*>(&plugin.api) + plugin.api.struct_size, 0,
@@ -250,20 +250,20 @@ LoadedPlugin load_plugin_file(const std::string& path, PluginSource source, Regi
   const std::string backend = plugin.api.backend;
   if (!backend_names::is_valid_name(backend) || backend_names::canonical(backend) != backend) {
     return fail(
-        fmt::format("names backend '{}', which is not a backend name ([a-z][a-z0-9_]{{0,31}}, not an "
+        format_text("names backend '{}', which is not a backend name ([a-z][a-z0-9_]{{0,31}}, not an "
                     "alias such as nvidia)",
                     backend));
   }
   if (source == PluginSource::search_path && backend != name) {
     return fail(
-        fmt::format("names backend '{}' but its file is libxhal_{}.so; the search path takes a "
+        format_text("names backend '{}' but its file is libxhal_{}.so; the search path takes a "
                     "backend only from the file of its name",
                     backend, name));
   }
   const auto type = backend_names::register_name(backend);
   if (!type) {
     return fail(
-        fmt::format("backend '{}' cannot be added: this process already has {} backends", backend, kMaxBackends));
+        format_text("backend '{}' cannot be added: this process already has {} backends", backend, kMaxBackends));
   }
   plugin.type = *type;
   plugin.info.name = backend;

@@ -4,7 +4,7 @@
 #include <array>
 #include <mutex>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/env.hpp"
 #include "core/env_warnings.hpp"
@@ -33,8 +33,8 @@ Registry::Registry() {
       ops.push_back(Op(op - names.begin()));
   }
   if (!unknown.empty()) {
-    env::warn_bad_value(env::Var::force_reference, fmt::format("XHAL_FORCE_REFERENCE names no op '{}'; ops are: {}",
-                                                               fmt::join(unknown, "', '"), fmt::join(names, ", ")));
+    env::warn_bad_value(env::Var::force_reference, format_text("XHAL_FORCE_REFERENCE names no op '{}'; ops are: {}",
+                                                               join_text(unknown, "', '"), join_text(names, ", ")));
   }
   set_force_reference(ops);
   set_disabled_kernels(env::list(env::Var::disable_kernels));
@@ -49,7 +49,7 @@ int64_t Registry::add(DeviceType backend, const xhal_kernel_desc& desc) {
   if (desc.op < 0 || desc.op >= XHAL_OP_COUNT || kernel_dtype_index(desc.dtype) < 0 || desc.run == nullptr ||
       desc.name == nullptr) {
     throw Error(Errc::invalid_argument,
-                fmt::format("register_kernel: kernel '{}' has an unknown op or dtype or no run()",
+                format_text("register_kernel: kernel '{}' has an unknown op or dtype or no run()",
                             desc.name ? desc.name : "(unnamed)"));
   }
   std::unique_lock lock(mutex_);
@@ -139,7 +139,7 @@ registry::Explanation Registry::explain_choice(DeviceType backend, const xhal_op
   }
   if (!taken) {
     std::string tried;
-    for (const auto& c : ex.candidates) tried += fmt::format("; {} ({})", c.kernel, c.reason);
+    for (const auto& c : ex.candidates) tried += format_text("; {} ({})", c.kernel, c.reason);
     // Name what exists for this op on this backend, or, when it has none, the ops it has.
     std::vector<std::string_view> dtypes, ops;
     for (DType d : kKernelDTypes) {
@@ -155,13 +155,13 @@ registry::Explanation Registry::explain_choice(DeviceType backend, const xhal_op
     }
     const std::string_view name = device_type_name(backend);
     ex.error = dtypes.empty()
-                   ? fmt::format("xhal::ops::{}: unsupported on {}: it has no {} kernel; its ops: [{}]", op_name(op),
-                                 name, op_name(op), fmt::join(ops, ", "))
-                   : fmt::format(
+                   ? format_text("xhal::ops::{}: unsupported on {}: it has no {} kernel; its ops: [{}]", op_name(op),
+                                 name, op_name(op), join_text(ops, ", "))
+                   : format_text(
                          "xhal::ops::{}: unsupported on {}: no kernel supports this call with dtype "
                          "{}{}; {} has {} kernels for dtypes [{}]",
                          op_name(op), name, dtype_name(DType(call.dtype)),
-                         tried.empty() ? "" : ": tried" + tried.substr(1), name, op_name(op), fmt::join(dtypes, ", "));
+                         tried.empty() ? "" : ": tried" + tried.substr(1), name, op_name(op), join_text(dtypes, ", "));
   }
   return ex;
 }
@@ -203,7 +203,7 @@ void Registry::run_reference(DeviceType backend, const xhal_op_call& call, Ran* 
   }
   if (kernel == nullptr) {
     throw Error(Errc::unsupported,
-                fmt::format("xhal::ops::{}: {} has no reference kernel for dtype {}", op_name(Op(call.op)),
+                format_text("xhal::ops::{}: {} has no reference kernel for dtype {}", op_name(Op(call.op)),
                             device_type_name(backend), dtype_name(DType(call.dtype))));
   }
   run_kernel(kernel->desc, call, ran);
@@ -222,14 +222,14 @@ void Registry::run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& ca
     // A C++ plugin's exception must not unwind into the caller as something other than an
     // xhal::Error (the kernel broke the C ABI's contract, but the caller still gets an answer).
     status = XHAL_ERR_INTERNAL;
-    thrown = fmt::format("threw {}", e.what());
+    thrown = format_text("threw {}", e.what());
   } catch (...) {
     status = XHAL_ERR_INTERNAL;
     thrown = "threw an exception of unknown type";
   }
   if (status != XHAL_OK) {
     message[sizeof message - 1] = '\0';
-    throw_status(status, fmt::format("xhal::ops::{}: kernel {} failed: {} (the op's outputs are "
+    throw_status(status, format_text("xhal::ops::{}: kernel {} failed: {} (the op's outputs are "
                                      "undefined; its inputs are unchanged unless it updates them "
                                      "in place)",
                                      op_name(Op(call.op)), kernel.name,
@@ -242,10 +242,10 @@ void Registry::run_kernel(const xhal_kernel_desc& kernel, const xhal_op_call& ca
 namespace registry {
 
 std::string Explanation::str() const {
-  std::string out = fmt::format("{} on {} ({}):", op_name(op), device_type_name(backend), dtype_name(dtype));
+  std::string out = format_text("{} on {} ({}):", op_name(op), device_type_name(backend), dtype_name(dtype));
   if (candidates.empty()) out += " no kernels registered";
   for (const auto& c : candidates) {
-    out += fmt::format("\n  {} {} (priority {}){}{}", c.taken ? "[taken]  " : "[refused]", c.kernel, c.priority,
+    out += format_text("\n  {} {} (priority {}){}{}", c.taken ? "[taken]  " : "[refused]", c.kernel, c.priority,
                        c.reason.empty() ? "" : ": ", c.reason);
   }
   if (!error.empty()) out += "\n  error: " + error;

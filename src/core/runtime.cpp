@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/env.hpp"
 #include "core/env_warnings.hpp"
@@ -20,7 +20,7 @@ DeviceProperties query_properties(const LoadedPlugin& plugin, int index) {
   DeviceProperties props;
   const auto warn = [&](const char* key, xhal_status status, const PluginMessage& message) {
     if (status != XHAL_ERR_UNSUPPORTED) {
-      log().warn("{}:{}: cannot read {}: {}", plugin.info.name, index, key, message.text);
+      log(LogLevel::warn, "{}:{}: cannot read {}: {}", plugin.info.name, index, key, message.text);
     }
   };
   const auto text = [&](xhal_query key, const char* name) {
@@ -63,7 +63,7 @@ Runtime::Runtime() {
   }
   if (const auto at = env::or_warn(env::Var::fault_alloc, env::integer, std::optional<int64_t>())) {
     allocator_config_.fail_allocation = *at;
-    log().warn("XHAL_FAULT_ALLOC={}: allocation {} of this process will fail (fault injection)", *at, *at);
+    log(LogLevel::warn, "XHAL_FAULT_ALLOC={}: allocation {} of this process will fail (fault injection)", *at, *at);
   }
   for (const auto& file : find_plugin_files()) load(file, PluginSource::search_path);
 }
@@ -74,7 +74,7 @@ BackendInfo Runtime::load(const std::string& path, PluginSource source) {
   if (const BackendState* existing = backend(plugin.type); plugin.info.loaded && existing != nullptr) {
     plugin.info.loaded = false;
     plugin.info.reason =
-        fmt::format("backend {} is already provided by {}", plugin.info.name, existing->plugin.info.path);
+        format_text("backend {} is already provided by {}", plugin.info.name, existing->plugin.info.path);
   }
   if (plugin.info.loaded) {
     auto state = std::make_unique<BackendState>();
@@ -82,7 +82,7 @@ BackendInfo Runtime::load(const std::string& path, PluginSource source) {
     int count = plugin.api.device_count(plugin.api.self, reason, sizeof reason);
     reason[sizeof reason - 1] = '\0';
     if (count < 0) {  // the contract says 0 and a reason; a negative count is the plugin's bug
-      log().warn("plugin {}: device_count returned {}; taken as no devices", path, count);
+      log(LogLevel::warn, "plugin {}: device_count returned {}; taken as no devices", path, count);
       count = 0;
     }
     plugin.info.reason = count > 0 ? "" : (reason[0] ? reason : "no devices");
@@ -96,7 +96,7 @@ BackendInfo Runtime::load(const std::string& path, PluginSource source) {
     commit_pending_kernels(*plugin.context);
     state->plugin = std::move(plugin);
     add_record(state->plugin.info);
-    log().info("plugin {} ({}) loaded from {}: {} device(s)", state->plugin.info.name, state->plugin.info.version, path,
+    log(LogLevel::info, "plugin {} ({}) loaded from {}: {} device(s)", state->plugin.info.name, state->plugin.info.version, path,
                count);
     backends_[size_t(state->plugin.type)].store(state.get(), std::memory_order_release);
     owned_.push_back(std::move(state));
@@ -128,16 +128,16 @@ const BackendState& Runtime::require(Device device) const {
       std::lock_guard lock(records_mutex_);
       for (const BackendInfo& record : records_) {
         if (record.name == device_type_name(device.type) && !record.reason.empty()) {
-          why = fmt::format(": its plugin {} was not loaded: {}", record.path, record.reason);
+          why = format_text(": its plugin {} was not loaded: {}", record.path, record.reason);
         }
       }
     }
-    throw Error(Errc::backend_unavailable, fmt::format("device {}: the {} backend is not loaded{}", device.str(),
+    throw Error(Errc::backend_unavailable, format_text("device {}: the {} backend is not loaded{}", device.str(),
                                                        device_type_name(device.type), why));
   }
   if (device.index < 0 || device.index >= int(state->properties.size())) {
     throw Error(Errc::backend_unavailable,
-                fmt::format("device {}: the {} backend has {} device(s){}", device.str(), device_type_name(device.type),
+                format_text("device {}: the {} backend has {} device(s){}", device.str(), device_type_name(device.type),
                             state->properties.size(),
                             state->plugin.info.reason.empty() ? "" : ": " + state->plugin.info.reason));
   }
@@ -154,7 +154,7 @@ void Runtime::add_record(const BackendInfo& info) {
 std::string Runtime::installed_list() const {
   std::string out;
   for (const BackendInfo& record : backends()) {
-    if (record.loaded) out += fmt::format("{}{}", out.empty() ? "" : ", ", record.name);
+    if (record.loaded) out += format_text("{}{}", out.empty() ? "" : ", ", record.name);
   }
   return out.empty() ? "none" : out;
 }
@@ -166,7 +166,7 @@ std::vector<BackendInfo> Runtime::backends() const {
 
 void throw_plugin_failure(xhal_status status, std::string_view what, const PluginMessage& message) {
   throw_status(status == XHAL_NOT_READY ? XHAL_ERR_INTERNAL : status,
-               fmt::format("{} failed: {}", what, message.text[0] ? message.text : "no message given"));
+               format_text("{} failed: {}", what, message.text[0] ? message.text : "no message given"));
 }
 
 }  // namespace xhal

@@ -1,5 +1,6 @@
 #include "core/shadow_check.hpp"
 
+#include <cstdio>
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -11,8 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include "core/text_format.hpp"
 
 #include "core/env.hpp"
 #include "core/instrumentation.hpp"
@@ -46,7 +46,7 @@ Book& book() {
 
 void print_summary_at_exit() {
   const std::string table = check_summary_table();
-  if (!table.empty()) fmt::print(stderr, "{}", table);
+  if (!table.empty()) std::fputs(table.c_str(), stderr);
 }
 
 void record(const CheckReport& report) {
@@ -238,8 +238,8 @@ void run_checked(const xhal_op_call& call, Device device, const std::function<vo
   try {
     Runtime::get().registry().run_reference(DeviceType::cpu, reference, &ref_ran);
   } catch (const Error& e) {
-    log().warn("shadow check of {} (kernel {}) skipped: the CPU reference failed: {}", op_name(op), ran.kernel,
-               e.what());
+    log(LogLevel::warn, "shadow check of {} (kernel {}) skipped: the CPU reference failed: {}", op_name(op), ran.kernel,
+        e.what());
     return;
   }
 
@@ -257,25 +257,25 @@ void run_checked(const xhal_op_call& call, Device device, const std::function<vo
   }
   record(report);
   if (report.passed()) {
-    log().debug("shadow check: {}", report.str());
+    log(LogLevel::debug, "shadow check: {}", report.str());
     return;
   }
   if (g_action.load() == CheckAction::raise) throw Error(Errc::internal, "shadow check: " + report.str());
-  log().warn("shadow check: {}", report.str());
+  log(LogLevel::warn, "shadow check: {}", report.str());
 }
 
 std::string CheckReport::str() const {
-  std::string s = fmt::format(
+  std::string s = format_text(
       "{} on {} ({}), kernel {} vs {}: {}; max abs error {:.3g}, max rel error {:.3g}, "
       "{:.2f} of the allowance used",
       op_name(op), device.str(), dtype_name(dtype), kernel, reference_kernel, shapes, max_abs_error, max_rel_error,
       max_allowance_used);
-  if (!output.empty()) s += fmt::format(" (in {})", output);
-  if (passed()) return s + fmt::format("; within atol {:.3g} + rtol {:.3g}", atol, rtol);
-  return s + fmt::format(
+  if (!output.empty()) s += format_text(" (in {})", output);
+  if (passed()) return s + format_text("; within atol {:.3g} + rtol {:.3g}", atol, rtol);
+  return s + format_text(
                  "; DIVERGES: {} elements beyond atol {:.3g} + rtol {:.3g}, first {}[{}] (flat index {}): "
                  "got {:.7g}, reference {:.7g}",
-                 bad_elements, atol, rtol, first_bad_output, fmt::join(first_bad_coords, ","), first_bad_index,
+                 bad_elements, atol, rtol, first_bad_output, join_text(first_bad_coords, ","), first_bad_index,
                  first_bad_got, first_bad_expected);
 }
 
@@ -313,11 +313,11 @@ std::vector<CheckSummaryRow> check_summary() {
 std::string check_summary_table() {
   const std::vector<CheckSummaryRow> rows = check_summary();
   if (rows.empty()) return {};
-  std::string out = fmt::format(
+  std::string out = format_text(
       "xhal shadow check (XHAL_CHECK=cpu): {} ops checked\n{:<20} {:>8} {:>8} {:>12} {:>12} {:>10}  {}\n", rows.size(),
       "op", "calls", "failed", "worst abs", "worst rel", "allowance", "kernel (most of its allowance used)");
   for (const CheckSummaryRow& r : rows) {
-    out += fmt::format("{:<20} {:>8} {:>8} {:>12.3g} {:>12.3g} {:>10.2f}  {}\n", op_name(r.op), r.calls, r.failed,
+    out += format_text("{:<20} {:>8} {:>8} {:>12.3g} {:>12.3g} {:>10.2f}  {}\n", op_name(r.op), r.calls, r.failed,
                        r.worst_abs_error, r.worst_rel_error, r.worst_allowance_used, r.worst_kernel);
   }
   return out;

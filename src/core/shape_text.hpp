@@ -3,13 +3,12 @@
 
 #include <string>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include "core/text_format.hpp"
 
 #include "xhal/tensor_view.hpp"
 
 namespace xhal {
 
-inline std::string shape_str(const TensorView& t) { return fmt::format("[{}]", fmt::join(t.shape(), ", ")); }
+inline std::string shape_str(const TensorView& t) { return format_text("[{}]", join_text(t.shape(), ", ")); }
 
 }  // namespace xhal

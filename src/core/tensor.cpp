@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/runtime.hpp"
 #include "xhal/device_manager.hpp"
@@ -52,18 +52,18 @@ namespace {
 size_t checked_copy_bytes(const TensorView& dst, const TensorView& src, const char* function) {
   if (dst.dtype() != src.dtype() ||
       !std::equal(dst.shape().begin(), dst.shape().end(), src.shape().begin(), src.shape().end())) {
-    throw Error(Errc::invalid_argument, fmt::format("{}: dst and src differ in dtype or shape ({} vs {})", function,
+    throw Error(Errc::invalid_argument, format_text("{}: dst and src differ in dtype or shape ({} vs {})", function,
                                                     dtype_name(dst.dtype()), dtype_name(src.dtype())));
   }
   if (!dst.is_contiguous() || !src.is_contiguous()) {
-    throw Error(Errc::invalid_argument, fmt::format("{}: both views must be contiguous", function));
+    throw Error(Errc::invalid_argument, format_text("{}: both views must be contiguous", function));
   }
   const size_t bytes = dst.nbytes();
   for (const auto& [name, view] : {std::pair{"dst", &dst}, std::pair{"src", &src}}) {
     if (bytes != 0 && view->data() == nullptr) {
       throw Error(
           Errc::invalid_argument,
-          fmt::format("{}: argument '{}': expected data for {} bytes, got a null pointer", function, name, bytes));
+          format_text("{}: argument '{}': expected data for {} bytes, got a null pointer", function, name, bytes));
     }
   }
   return bytes;
@@ -75,7 +75,7 @@ void copy_async(const TensorView& dst, const TensorView& src, const Stream& stre
   const size_t bytes = checked_copy_bytes(dst, src, "xhal::copy_async");
   if (!(dst.device() == src.device()) || !(stream.device() == dst.device())) {
     throw Error(Errc::invalid_argument,
-                fmt::format("xhal::copy_async: dst, src and the stream must be on one device (dst on {}, src on {}, "
+                format_text("xhal::copy_async: dst, src and the stream must be on one device (dst on {}, src on {}, "
                             "stream on {}); xhal::copy copies between devices",
                             dst.device().str(), src.device().str(), stream.device().str()));
   }

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <optional>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/runtime.hpp"
 #include "xhal/error.hpp"
@@ -40,13 +40,13 @@ int32_t device_type_to_dlpack(DeviceType type) {
 void TensorView::set_shape(const std::vector<int64_t>& shape) {
   if (shape.size() > kMaxRank) {
     throw Error(Errc::invalid_argument,
-                fmt::format("TensorView: rank {} exceeds the maximum of {}", shape.size(), kMaxRank));
+                format_text("TensorView: rank {} exceeds the maximum of {}", shape.size(), kMaxRank));
   }
   ndim_ = static_cast<int>(shape.size());
   int64_t bytes = int64_t(dtype_size(dtype_));
   for (int i = 0; i < ndim_; ++i) {
     if (shape[i] < 0) {
-      throw Error(Errc::invalid_argument, fmt::format("TensorView: dimension {} has negative size {}", i, shape[i]));
+      throw Error(Errc::invalid_argument, format_text("TensorView: dimension {} has negative size {}", i, shape[i]));
     }
     shape_[i] = shape[i];
   }
@@ -56,8 +56,8 @@ void TensorView::set_shape(const std::vector<int64_t>& shape) {
     if (__builtin_mul_overflow(bytes, shape_[i], &bytes)) {
       const bool empty = std::find(shape.begin(), shape.end(), int64_t(0)) != shape.end();
       if (empty) break;
-      throw Error(Errc::invalid_argument, fmt::format("TensorView: shape [{}] of {} holds more than 2^63 - 1 bytes",
-                                                      fmt::join(shape, ", "), dtype_name(dtype_)));
+      throw Error(Errc::invalid_argument, format_text("TensorView: shape [{}] of {} holds more than 2^63 - 1 bytes",
+                                                      join_text(shape, ", "), dtype_name(dtype_)));
     }
   }
 }
@@ -70,7 +70,7 @@ TensorView::TensorView(void* data, DType dtype, const std::vector<int64_t>& shap
     strides_[i] = stride;
     if (__builtin_mul_overflow(stride, std::max<int64_t>(shape_[i], 1), &stride)) {
       throw Error(Errc::invalid_argument,
-                  fmt::format("TensorView: contiguous strides of shape [{}] overflow 64 bits", fmt::join(shape, ", ")));
+                  format_text("TensorView: contiguous strides of shape [{}] overflow 64 bits", join_text(shape, ", ")));
     }
   }
 }
@@ -81,7 +81,7 @@ TensorView::TensorView(void* data, DType dtype, const std::vector<int64_t>& shap
   set_shape(shape);
   if (strides.size() != shape.size()) {
     throw Error(Errc::invalid_argument,
-                fmt::format("TensorView: {} strides given for rank {}", strides.size(), shape.size()));
+                format_text("TensorView: {} strides given for rank {}", strides.size(), shape.size()));
   }
   std::copy(strides.begin(), strides.end(), strides_.begin());
 }
@@ -94,27 +94,27 @@ TensorView TensorView::from_dlpack(const DLTensor& t) {
   std::memcpy(&raw_type, &t.device.device_type, sizeof raw_type);
   auto type = device_type_from_dlpack(raw_type);
   if (!type) {
-    throw Error(Errc::invalid_argument, fmt::format("TensorView::from_dlpack: DLPack device type {} is not supported; "
+    throw Error(Errc::invalid_argument, format_text("TensorView::from_dlpack: DLPack device type {} is not supported; "
                                                     "expected CPU, CUDA, ROCM or OneAPI",
                                                     raw_type));
   }
   if (t.ndim < 0 || t.ndim > kMaxRank) {
     throw Error(Errc::invalid_argument,
-                fmt::format("TensorView::from_dlpack: ndim {} is outside 0..{}", t.ndim, kMaxRank));
+                format_text("TensorView::from_dlpack: ndim {} is outside 0..{}", t.ndim, kMaxRank));
   }
   if (t.ndim > 0 && t.shape == nullptr) {
-    throw Error(Errc::invalid_argument, fmt::format("TensorView::from_dlpack: ndim is {} but shape is NULL", t.ndim));
+    throw Error(Errc::invalid_argument, format_text("TensorView::from_dlpack: ndim is {} but shape is NULL", t.ndim));
   }
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
   // The offset is added only to a real pointer, and must not wrap the address space.
   uintptr_t address = 0;
   if (t.data == nullptr && t.byte_offset != 0) {
     throw Error(Errc::invalid_argument,
-                fmt::format("TensorView::from_dlpack: data is NULL but byte_offset is {}", t.byte_offset));
+                format_text("TensorView::from_dlpack: data is NULL but byte_offset is {}", t.byte_offset));
   }
   if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &address)) {
     throw Error(Errc::invalid_argument,
-                fmt::format("TensorView::from_dlpack: data {} + byte_offset {} wraps the address space", t.data,
+                format_text("TensorView::from_dlpack: data {} + byte_offset {} wraps the address space", t.data,
                             t.byte_offset));
   }
   void* data = t.data == nullptr ? nullptr : static_cast<char*>(t.data) + t.byte_offset;
@@ -158,7 +158,7 @@ TensorView TensorView::transpose(int dim0, int dim1) const {
   dim1 = wrap(dim1);
   if (dim0 < 0 || dim0 >= ndim_ || dim1 < 0 || dim1 >= ndim_) {
     throw Error(Errc::invalid_argument,
-                fmt::format("TensorView::transpose: dims ({}, {}) out of range for rank {}", dim0, dim1, ndim_));
+                format_text("TensorView::transpose: dims ({}, {}) out of range for rank {}", dim0, dim1, ndim_));
   }
   TensorView out = *this;
   std::swap(out.shape_[dim0], out.shape_[dim1]);

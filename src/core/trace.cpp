@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/env.hpp"
 #include "core/instrumentation.hpp"
@@ -72,7 +72,7 @@ void abandon_trace(TraceFile& t, int error) {
   std::fclose(t.file);
   t.file = nullptr;
   t.pending.clear();
-  log().error("xhal trace: writing '{}' failed ({}); tracing stopped", t.path, std::strerror(error));
+  log(LogLevel::error, "xhal trace: writing '{}' failed ({}); tracing stopped", t.path, std::strerror(error));
 }
 
 // Writes the pending events whose device work has finished (all of them, waiting, when `wait`);
@@ -86,7 +86,7 @@ void resolve_pending(TraceFile& t, bool wait) {
     const auto device_us = ready == XHAL_OK ? p.timing.elapsed_us() : std::nullopt;
     if (t.file != nullptr &&
         !write_event(t,
-                     device_us ? fmt::format("{},\"device_time_us\":{:.3f}}}}}", p.head, *device_us) : p.head + "}}")) {
+                     device_us ? format_text("{},\"device_time_us\":{:.3f}}}}}", p.head, *device_us) : p.head + "}}")) {
       abandon_trace(t, errno);
       return;
     }
@@ -182,12 +182,12 @@ void record_op(const xhal_op_call& call, Device device, const Registry::Ran& ran
                DeviceTiming timing) {
   // Formatted before taking the file's lock, which only orders the writes.
   std::string head =
-      fmt::format(R"({{"name":{},"cat":"op","ph":"X","ts":{:.3f},"dur":{:.3f},"pid":{},"tid":{},)"
+      format_text(R"({{"name":{},"cat":"op","ph":"X","ts":{:.3f},"dur":{:.3f},"pid":{},"tid":{},)"
                   R"("args":{{"kernel":{},"backend":{},"device":{},"stream":"{}","dtype":{},"shapes":{},"bytes":{})",
                   json_string(op_name(Op(call.op))), double(start_ns) / 1e3, double(end_ns - start_ns) / 1e3, getpid(),
                   thread_number(), json_string(ran.kernel), json_string(device_type_name(device.type)),
-                  json_string(device.str()), fmt::ptr(call.stream), json_string(dtype_name(DType(call.dtype))),
-                  json_string(describe_shapes(call)), bytes_moved(call));
+                  json_string(device.str()), static_cast<const void*>(call.stream),
+                  json_string(dtype_name(DType(call.dtype))), json_string(describe_shapes(call)), bytes_moved(call));
   TraceFile& t = trace_file();
   std::lock_guard lock(t.mutex);
   if (t.file != nullptr && timing.timed()) {
@@ -212,7 +212,7 @@ void trace::read_trace_env() {
       try {
         open_trace(*trace_path);
       } catch (const Error& e) {
-        throw Error(e.code(), fmt::format("XHAL_TRACE={}: {}", *trace_path, e.what()));
+        throw Error(e.code(), format_text("XHAL_TRACE={}: {}", *trace_path, e.what()));
       }
     }
   });
@@ -226,18 +226,18 @@ void trace::open_trace(const std::string& path) {
     t.file = std::fopen(path.c_str(), "w");
     if (t.file == nullptr) {
       throw Error(Errc::invalid_argument,
-                  fmt::format("xhal trace: cannot create '{}': {}", path, std::strerror(errno)));
+                  format_text("xhal trace: cannot create '{}': {}", path, std::strerror(errno)));
     }
     t.first_event = true;
     t.path = path;
     std::fputs("[\n", t.file);
     if (!write_event(
-            t, fmt::format(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"xhal ops (host time)"}}}})j",
+            t, format_text(R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"xhal ops (host time)"}}}})j",
                            getpid()))) {
       const int error = errno;
       std::fclose(t.file);
       t.file = nullptr;
-      throw Error(Errc::invalid_argument, fmt::format("xhal trace: cannot write '{}': {}", path, std::strerror(error)));
+      throw Error(Errc::invalid_argument, format_text("xhal trace: cannot write '{}': {}", path, std::strerror(error)));
     }
     if (!t.close_at_exit) {
       t.close_at_exit = true;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/op_table.hpp"
 #include "ops/memory_overlap.hpp"
@@ -16,22 +16,22 @@ namespace xhal::ops {
 std::string ArgChecks::name(Arg arg) const {
   if (arg.slot < 0) return std::string(arg.text);
   const std::string_view slot = slot_name(op_, arg.slot);
-  return arg.entry >= 0 ? fmt::format("{}[{}]", slot, arg.entry) : std::string(slot);
+  return arg.entry >= 0 ? format_text("{}[{}]", slot, arg.entry) : std::string(slot);
 }
 
 void ArgChecks::fail(Arg arg, std::string_view expected, std::string_view got) const {
   throw Error(Errc::invalid_argument,
-              fmt::format("xhal::ops::{}: argument '{}': expected {}, got {}", op_name(op_), name(arg), expected, got));
+              format_text("xhal::ops::{}: argument '{}': expected {}, got {}", op_name(op_), name(arg), expected, got));
 }
 
 void ArgChecks::tensor(Arg arg, const TensorView& t, int rank, bool inner_contiguous) const {
   if (t.ndim() != rank) {
-    fail(arg, fmt::format("rank {}", rank), fmt::format("rank {} with shape {}", t.ndim(), shape_str(t)));
+    fail(arg, format_text("rank {}", rank), format_text("rank {} with shape {}", t.ndim(), shape_str(t)));
   }
   // numel * element size, and the furthest element offset, must fit in int64.
   auto too_large = [&] {
     fail(arg, "a size and element offsets whose bytes fit in 64 bits",
-         fmt::format("shape {} with strides [{}]", shape_str(t), fmt::join(t.strides(), ", ")));
+         format_text("shape {} with strides [{}]", shape_str(t), join_text(t.strides(), ", ")));
   };
   int64_t numel = 1, extent = 0;
   for (int d = 0; d < t.ndim(); ++d) {
@@ -52,13 +52,13 @@ void ArgChecks::tensor(Arg arg, const TensorView& t, int rank, bool inner_contig
   }
   if (numel > 0 && t.data() == nullptr) fail(arg, "data for a non-empty tensor", "a null pointer");
   if (inner_contiguous && rank > 0 && t.size(-1) > 1 && t.stride(-1) != 1) {
-    fail(arg, "inner (last) stride 1", fmt::format("stride {}", t.stride(-1)));
+    fail(arg, "inner (last) stride 1", format_text("stride {}", t.stride(-1)));
   }
 }
 
 void ArgChecks::min_rank(Arg arg, const TensorView& t, int rank) const {
   if (t.ndim() < rank) {
-    fail(arg, fmt::format("rank >= {}", rank), fmt::format("rank {}", t.ndim()));
+    fail(arg, format_text("rank >= {}", rank), format_text("rank {}", t.ndim()));
   }
   tensor(arg, t, t.ndim());
 }
@@ -69,7 +69,7 @@ void ArgChecks::float_dtype(Arg arg, const TensorView& t) const {
 
 void ArgChecks::dtype(Arg arg, const TensorView& t, DType expected, std::string_view why) const {
   if (t.dtype() != expected) {
-    fail(arg, fmt::format("dtype {}{}", dtype_name(expected), why), dtype_name(t.dtype()));
+    fail(arg, format_text("dtype {}{}", dtype_name(expected), why), dtype_name(t.dtype()));
   }
 }
 
@@ -79,32 +79,32 @@ void ArgChecks::dtype_in(Arg arg, const TensorView& t, std::initializer_list<DTy
   }
   std::vector<std::string_view> names;
   for (DType d : allowed) names.push_back(dtype_name(d));
-  fail(arg, fmt::format("dtype {}", fmt::join(names, " or ")), dtype_name(t.dtype()));
+  fail(arg, format_text("dtype {}", join_text(names, " or ")), dtype_name(t.dtype()));
 }
 
 void ArgChecks::dim(Arg arg, const TensorView& t, int dim, int64_t expected, std::string_view meaning) const {
   if (t.size(dim) != expected) {
-    fail(arg, fmt::format("size {} in dim {} ({})", expected, dim, meaning),
-         fmt::format("{} (shape {})", t.size(dim), shape_str(t)));
+    fail(arg, format_text("size {} in dim {} ({})", expected, dim, meaning),
+         format_text("{} (shape {})", t.size(dim), shape_str(t)));
   }
 }
 
 void ArgChecks::same_shape(Arg arg, const TensorView& t, const TensorView& like, Arg like_name) const {
   if (!std::equal(t.shape().begin(), t.shape().end(), like.shape().begin(), like.shape().end())) {
-    fail(arg, fmt::format("shape {} (same as {})", shape_str(like), name(like_name)), shape_str(t));
+    fail(arg, format_text("shape {} (same as {})", shape_str(like), name(like_name)), shape_str(t));
   }
 }
 
 void ArgChecks::same_device(Arg arg, const TensorView& t, Device expected, Arg expected_from) const {
   if (!(t.device() == expected)) {
-    fail(arg, fmt::format("device {} (that of {})", expected.str(), name(expected_from)), t.device().str());
+    fail(arg, format_text("device {} (that of {})", expected.str(), name(expected_from)), t.device().str());
   }
 }
 
 void ArgChecks::fail_overlap(Arg arg, const TensorView& t, Arg other_arg, const TensorView& other) const {
   const std::string other_name = name(other_arg);
-  fail(arg, fmt::format("memory apart from '{}'", other_name),
-       fmt::format("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), other_name, other.nbytes(),
+  fail(arg, format_text("memory apart from '{}'", other_name),
+       format_text("{} bytes at {} overlapping '{}' ({} bytes at {})", t.nbytes(), t.data(), other_name, other.nbytes(),
                    other.data()));
 }
 
@@ -133,10 +133,10 @@ void ArgChecks::disjoint(std::vector<Extent> tensors) const {
 
 void ArgChecks::apart_or_in_place(Arg arg, const TensorView& t, Arg other_name, const TensorView& other) const {
   if (same_view(t, other) || !may_overlap(t, other)) return;
-  fail(arg, fmt::format("memory apart from '{}', or '{}' itself (in place)", name(other_name), name(other_name)),
-       fmt::format("a view partly overlapping it ({} at {}, strides [{}], vs {} at {}, strides [{}])", shape_str(t),
-                   t.data(), fmt::join(t.strides(), ", "), shape_str(other), other.data(),
-                   fmt::join(other.strides(), ", ")));
+  fail(arg, format_text("memory apart from '{}', or '{}' itself (in place)", name(other_name), name(other_name)),
+       format_text("a view partly overlapping it ({} at {}, strides [{}], vs {} at {}, strides [{}])", shape_str(t),
+                   t.data(), join_text(t.strides(), ", "), shape_str(other), other.data(),
+                   join_text(other.strides(), ", ")));
 }
 
 }  // namespace xhal::ops

@@ -1,6 +1,6 @@
 // Front end of argmax: logits[..., V] rows (any strides), indices and values of the leading shape
 // (contiguous).
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -13,7 +13,7 @@ void argmax(const TensorView& logits, const TensorView& indices, const TensorVie
   check.min_rank(XHAL_ARGMAX_LOGITS, logits, 1);
   check.float_dtype(XHAL_ARGMAX_LOGITS, logits);
   if (logits.size(-1) < 1) {
-    check.fail(XHAL_ARGMAX_LOGITS, "a last dim of at least 1 (a row to pick from)", fmt::format("{}", logits.size(-1)));
+    check.fail(XHAL_ARGMAX_LOGITS, "a last dim of at least 1 (a row to pick from)", format_text("{}", logits.size(-1)));
   }
   const int rank = logits.ndim() - 1;
   // One element per row of logits, contiguous (kernels write row r's at offset r).

@@ -1,7 +1,6 @@
 // Front ends of attention_backward and attention_varlen_backward: the forward's arguments (checked
 // as the forward checks them), its out and lse, dout of out's shape, and the gradients of q, k and
 // v in their shapes.
-#include <fmt/format.h>
 
 #include "ops/arg_checks.hpp"
 #include "ops/attention_checks.hpp"

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 namespace xhal::ops {
 
@@ -21,7 +21,7 @@ void check_cache_pair(const ArgChecks& check, Arg k_name, const TensorView& k_ca
   check.tensor(k_name, k_cache, 4);
   if (k_cache.dtype() != DType::f8_e4m3 && k_cache.dtype() != q.dtype()) {
     check.fail(k_name,
-               fmt::format("dtype {} (same as q) or f8_e4m3 (an fp8 cache, with scales)", dtype_name(q.dtype())),
+               format_text("dtype {} (same as q) or f8_e4m3 (an fp8 cache, with scales)", dtype_name(q.dtype())),
                dtype_name(k_cache.dtype()));
   }
   if (k_cache.dtype() != DType::f8_e4m3) return check_key_value(check, k_name, k_cache, v_name, v_cache, 4, q);
@@ -39,7 +39,7 @@ void check_cache_scales(const ArgChecks& check, const TensorView& k_cache, Arg k
     if (!fp8) {
       if (scale != nullptr) {
         check.fail(slot, "no scale (scales belong to an f8_e4m3 cache)",
-                   fmt::format("a scale with a {} cache", dtype_name(k_cache.dtype())));
+                   format_text("a scale with a {} cache", dtype_name(k_cache.dtype())));
       }
       continue;
     }
@@ -47,8 +47,8 @@ void check_cache_scales(const ArgChecks& check, const TensorView& k_cache, Arg k
     check.tensor(slot, *scale, 1);
     check.dtype(slot, *scale, DType::f32, " (scales are f32)");
     if (scale->size(0) != 1 && scale->size(0) != Hkv) {
-      check.fail(slot, fmt::format("[1] (the whole cache) or [{}] (one a kv head)", Hkv),
-                 fmt::format("[{}]", scale->size(0)));
+      check.fail(slot, format_text("[1] (the whole cache) or [{}] (one a kv head)", Hkv),
+                 format_text("[{}]", scale->size(0)));
     }
     check.same_device(slot, *scale, device, device_from);
   }
@@ -63,23 +63,23 @@ void check_attention_out(const ArgChecks& check, const TensorView& out, const Te
 
 void check_head_ratio(const ArgChecks& check, int64_t Hq, int64_t Hkv) {
   if ((Hq > 0 && Hkv == 0) || (Hkv > 0 && Hq % Hkv != 0)) {
-    check.fail(XHAL_ATTENTION_K, fmt::format("a number of kv heads dividing the {} query heads (Hq % Hkv == 0)", Hq),
-               fmt::format("{} kv heads", Hkv));
+    check.fail(XHAL_ATTENTION_K, format_text("a number of kv heads dividing the {} query heads (Hq % Hkv == 0)", Hq),
+               format_text("{} kv heads", Hkv));
   }
 }
 
 xhal_attention_op_params attention_op_params(const ArgChecks& check, const AttentionParams& params, int64_t head_dim) {
   if (!std::isfinite(params.scale)) {
-    check.fail("params.scale", "a finite number (0 = 1/sqrt(head dim))", fmt::format("{}", params.scale));
+    check.fail("params.scale", "a finite number (0 = 1/sqrt(head dim))", format_text("{}", params.scale));
   }
   if (params.window_left < -1) {
-    check.fail("params.window_left", ">= 0, or -1 for none", fmt::format("{}", params.window_left));
+    check.fail("params.window_left", ">= 0, or -1 for none", format_text("{}", params.window_left));
   }
   if (params.window_right < -1) {
-    check.fail("params.window_right", ">= 0, or -1 for none", fmt::format("{}", params.window_right));
+    check.fail("params.window_right", ">= 0, or -1 for none", format_text("{}", params.window_right));
   }
   if (!(params.softcap >= 0) || !std::isfinite(params.softcap)) {
-    check.fail("params.softcap", "a finite number >= 0 (0 = off)", fmt::format("{}", params.softcap));
+    check.fail("params.softcap", "a finite number >= 0 (0 = off)", format_text("{}", params.softcap));
   }
   xhal_attention_op_params out{};
   out.struct_size = sizeof out;
@@ -105,8 +105,8 @@ void check_cu_seqlens(const ArgChecks& check, const TensorView& cu_seqlens_q, co
   check.tensor(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 1);
   check.dtype(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, DType::i32, "");
   check.dim(XHAL_ATTENTION_VARLEN_CU_SEQLENS_K, cu_seqlens_k, 0, cu_seqlens_q.size(0), "B+1, as cu_seqlens_q");
-  if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", fmt::format("{}", max_seqlen_q));
-  if (max_seqlen_k < 0) check.fail("max_seqlen_k", ">= 0", fmt::format("{}", max_seqlen_k));
+  if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", format_text("{}", max_seqlen_q));
+  if (max_seqlen_k < 0) check.fail("max_seqlen_k", ">= 0", format_text("{}", max_seqlen_k));
 }
 
 void check_block_table(const ArgChecks& check, Arg table_slot, const TensorView& block_table, Arg lens_slot,

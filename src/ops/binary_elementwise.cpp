@@ -1,6 +1,5 @@
 // Front ends of add and mul: x[..., N] with y of x's shape or y[N] (one row for every row of x),
 // out of x's shape; out may be x, or y when y has x's shape.
-#include <fmt/format.h>
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"

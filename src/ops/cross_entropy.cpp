@@ -1,7 +1,7 @@
 // Front ends of cross_entropy and cross_entropy_backward.
 #include <cmath>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -19,7 +19,7 @@ void check_cross_entropy_args(const ArgChecks& check, const TensorView& logits, 
   check.float_dtype(XHAL_CROSS_ENTROPY_LOGITS, logits);
   const int64_t T = logits.size(0);
   if (logits.size(1) < 1 && T > 0) {
-    check.fail(XHAL_CROSS_ENTROPY_LOGITS, "at least one class (dim 1)", fmt::format("{}", logits.size(1)));
+    check.fail(XHAL_CROSS_ENTROPY_LOGITS, "at least one class (dim 1)", format_text("{}", logits.size(1)));
   }
   check.tensor(XHAL_CROSS_ENTROPY_LABELS, labels, 1, false);
   check.dtype_in(XHAL_CROSS_ENTROPY_LABELS, labels, {DType::i32, DType::i64});
@@ -30,10 +30,10 @@ void check_cross_entropy_args(const ArgChecks& check, const TensorView& logits, 
     check.dim(slot, *t, 0, T, "tokens of logits");
   }
   if (!(params.label_smoothing >= 0 && params.label_smoothing <= 1)) {
-    check.fail("label_smoothing", "a number in [0, 1]", fmt::format("{}", params.label_smoothing));
+    check.fail("label_smoothing", "a number in [0, 1]", format_text("{}", params.label_smoothing));
   }
   if (!(params.z_loss >= 0) || !std::isfinite(params.z_loss)) {
-    check.fail("z_loss", "a finite number >= 0", fmt::format("{}", params.z_loss));
+    check.fail("z_loss", "a finite number >= 0", format_text("{}", params.z_loss));
   }
   for (const auto& [slot, t] : {std::pair{XHAL_CROSS_ENTROPY_LOGITS, &logits},
                                 {XHAL_CROSS_ENTROPY_LABELS, &labels},

@@ -1,6 +1,6 @@
 // Front ends of embedding and embedding_backward. Ids are checked against the table's rows by the
 // kernels (where they read them): see docs/ops.md.
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -18,9 +18,9 @@ void check_embedding_args(const ArgChecks& check, const TensorView& ids, int row
   check.tensor(XHAL_EMBEDDING_IDS, ids, 1, false);
   check.dtype_in(XHAL_EMBEDDING_IDS, ids, {DType::i32, DType::i64});
   check.tensor(rows_slot, rows, 2);
-  check.dtype(rows_slot, rows, table.dtype(), fmt::format(" (same as {})", check.name(table_slot)));
+  check.dtype(rows_slot, rows, table.dtype(), format_text(" (same as {})", check.name(table_slot)));
   check.dim(rows_slot, rows, 0, ids.size(0), "tokens of ids");
-  check.dim(rows_slot, rows, 1, table.size(1), fmt::format("columns of {}", check.name(table_slot)));
+  check.dim(rows_slot, rows, 1, table.size(1), format_text("columns of {}", check.name(table_slot)));
   check.same_device(XHAL_EMBEDDING_IDS, ids, table.device(), table_slot);
   check.same_device(rows_slot, rows, table.device(), table_slot);
 }

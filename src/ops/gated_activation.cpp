@@ -1,6 +1,6 @@
 // Front ends of the gated activations: swiglu and gelu_and_mul, each with separate gate and up
 // tensors or both packed in one row. The two families share their tensor slots and their checks.
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include <type_traits>
 
@@ -49,7 +49,7 @@ void gated_packed(Op op, const TensorView& x, const TensorView& out, const Param
   check.min_rank(XHAL_SWIGLU_PACKED_X, x, 1);
   check.float_dtype(XHAL_SWIGLU_PACKED_X, x);
   if (x.size(-1) % 2 != 0) {
-    check.fail(XHAL_SWIGLU_PACKED_X, "an even last dim (gate and up halves)", fmt::format("{}", x.size(-1)));
+    check.fail(XHAL_SWIGLU_PACKED_X, "an even last dim (gate and up halves)", format_text("{}", x.size(-1)));
   }
   check.tensor(XHAL_SWIGLU_PACKED_OUT, out, x.ndim());
   check.dtype(XHAL_SWIGLU_PACKED_OUT, out, x.dtype(), " (same as x)");
@@ -66,7 +66,7 @@ void gated_packed(Op op, const TensorView& x, const TensorView& out, const Param
 
 xhal_gelu_op_params gelu_params(Op op, GeluApproximation approximation) {
   if (approximation != GeluApproximation::erf && approximation != GeluApproximation::tanh) {
-    ArgChecks(op).fail("approximation", "erf (0) or tanh (1)", fmt::format("{}", int32_t(approximation)));
+    ArgChecks(op).fail("approximation", "erf (0) or tanh (1)", format_text("{}", int32_t(approximation)));
   }
   return {sizeof(xhal_gelu_op_params), int32_t(approximation)};
 }

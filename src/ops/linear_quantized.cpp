@@ -1,6 +1,6 @@
 // Front ends of linear_fp8 and linear_int8: codes of x and w (fp8, or int8), their f32 scales per
 // tensor or per row, and an output (with the bias) in a float dtype, which keys the kernel.
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -36,8 +36,8 @@ void linear_quantized(Op op, std::initializer_list<DType> formats, const TensorV
   check.dim(XHAL_LINEAR_FP8_W, w, 1, K, "in features of x");
   if (op == Op::linear_int8 && K > XHAL_LINEAR_INT8_MAX_K) {
     check.fail(XHAL_LINEAR_FP8_X,
-               fmt::format("at most {} columns (int32 sums cannot overflow)", XHAL_LINEAR_INT8_MAX_K),
-               fmt::format("{}", K));
+               format_text("at most {} columns (int32 sums cannot overflow)", XHAL_LINEAR_INT8_MAX_K),
+               format_text("{}", K));
   }
   const int64_t N = w.size(0);
   check_scale(check, XHAL_LINEAR_FP8_X_SCALE, x_scale, M, "rows of x");

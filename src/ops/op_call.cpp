@@ -1,6 +1,6 @@
 #include "ops/op_call.hpp"
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "core/op_table.hpp"
 #include "core/registry.hpp"
@@ -17,11 +17,11 @@ OpCall::OpCall(Op op, DType dtype, Device device, const Stream* stream, int64_t 
   try {
     backend = &Runtime::get().require(device);
   } catch (const Error& e) {
-    throw Error(e.code(), fmt::format("xhal::ops::{}: argument 'out': {}", op_name(op), e.what()));
+    throw Error(e.code(), format_text("xhal::ops::{}: argument 'out': {}", op_name(op), e.what()));
   }
   if (stream != nullptr && !(stream->device() == device)) {
     throw Error(Errc::invalid_argument,
-                fmt::format("xhal::ops::{}: argument 'stream': expected a stream of {} (the output's "
+                format_text("xhal::ops::{}: argument 'stream': expected a stream of {} (the output's "
                             "device), got one of {}",
                             op_name(op), device.str(), stream->device().str()));
   }
@@ -39,7 +39,7 @@ OpCall::OpCall(Op op, DType dtype, Device device, const Stream* stream, int64_t 
     if (!list.is_list() || entries < 1 || __builtin_mul_overflow(entries, int64_t(list.stride), &count) ||
         count > int64_t(UINT32_MAX) - list.first) {
       throw Error(Errc::invalid_argument,
-                  fmt::format("xhal::ops::{}: a list of {} entries (at most {})", op_name(op), entries,
+                  format_text("xhal::ops::{}: a list of {} entries (at most {})", op_name(op), entries,
                               list.is_list() ? (int64_t(UINT32_MAX) - list.first) / list.stride : 1));
     }
     call_.num_tensors = uint32_t(list.first + count);

@@ -2,7 +2,7 @@
 // flat), or one flat buffer holding all parameters of one dtype (a list of one).
 #include <cmath>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -26,14 +26,14 @@ void check_not_empty(const ArgChecks& check, const char* list, size_t entries) {
 
 void check_hyperparameters(const ArgChecks& check, const AdamWParams& params, bool device_lr) {
   auto in_range = [&](const char* name, float v, float lo, float hi, const char* expected) {
-    if (!(v >= lo && v <= hi) || !std::isfinite(v)) check.fail(name, expected, fmt::format("{}", v));
+    if (!(v >= lo && v <= hi) || !std::isfinite(v)) check.fail(name, expected, format_text("{}", v));
   };
   if (!device_lr) in_range("lr", params.lr, 0.0f, INFINITY, "a finite number >= 0");
   in_range("beta1", params.beta1, 0.0f, 0.999999f, "a number in [0, 1)");
   in_range("beta2", params.beta2, 0.0f, 0.999999f, "a number in [0, 1)");
   in_range("eps", params.eps, 0.0f, INFINITY, "a finite number >= 0");
   in_range("weight_decay", params.weight_decay, 0.0f, INFINITY, "a finite number >= 0");
-  if (params.step < 1) check.fail("step", "the update's number, from 1", fmt::format("{}", params.step));
+  if (params.step < 1) check.fail("step", "the update's number, from 1", format_text("{}", params.step));
 }
 
 }  // namespace

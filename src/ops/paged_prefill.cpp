@@ -26,7 +26,7 @@ void paged_prefill(const TensorView& q, const TensorView& k_cache, const TensorV
   check_block_table(check, XHAL_PAGED_PREFILL_BLOCK_TABLE, block_table, XHAL_PAGED_PREFILL_SEQ_LENS, seq_lens, B,
                     "B, as cu_seqlens_q's B+1");
   if (B > 0 && block_size == 0) check.fail(XHAL_PAGED_PREFILL_K_CACHE, "block size >= 1", "0");
-  if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", fmt::format("{}", max_seqlen_q));
+  if (max_seqlen_q < 0) check.fail("max_seqlen_q", ">= 0", format_text("{}", max_seqlen_q));
   const Device device = out.device();
   for (auto [name, t] : {std::pair{XHAL_PAGED_PREFILL_Q, &q},
                          {XHAL_PAGED_PREFILL_K_CACHE, &k_cache},

@@ -1,7 +1,7 @@
 // Front ends of quantize and dequantize: the float tensor and the code tensor (fp8 or int8) of one
 // shape (rows may be strided, inner dims contiguous), and the scales in the layout the granularity
 // names.
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -27,10 +27,10 @@ xhal_quantize_op_params checked_params(const ArgChecks& check, int wide_slot, co
   if (p.granularity != Granularity::per_tensor && p.granularity != Granularity::per_row &&
       p.granularity != Granularity::per_block) {
     check.fail("granularity", "per_tensor (0), per_row (1) or per_block (2)",
-               fmt::format("{}", static_cast<int>(p.granularity)));
+               format_text("{}", static_cast<int>(p.granularity)));
   }
   if (p.granularity == Granularity::per_block && p.block < 1) {
-    check.fail("block", ">= 1", fmt::format("{}", p.block));
+    check.fail("block", ">= 1", format_text("{}", p.block));
   }
   check.dtype(scale_slot, scale, DType::f32, " (scales are f32)");
   if (!scale.is_contiguous()) check.fail(scale_slot, "a contiguous tensor", "strided");

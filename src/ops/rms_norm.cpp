@@ -1,7 +1,7 @@
 // Front ends of rms_norm, fused_add_rms_norm and layer_norm (which shares rms_norm's slots and checks).
 #include <cmath>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -27,7 +27,7 @@ void check_norm_args(const ArgChecks& check, const TensorView& x, const TensorVi
   check.min_rank(XHAL_RMS_NORM_OUT, out, 1);
   check.dtype(XHAL_RMS_NORM_OUT, out, x.dtype(), " (same as x)");
   check.same_shape(XHAL_RMS_NORM_OUT, out, x, XHAL_RMS_NORM_X);
-  if (!(eps >= 0) || !std::isfinite(eps)) check.fail("eps", "a finite number >= 0", fmt::format("{}", eps));
+  if (!(eps >= 0) || !std::isfinite(eps)) check.fail("eps", "a finite number >= 0", format_text("{}", eps));
   check.same_device(XHAL_RMS_NORM_X, x, out.device(), XHAL_RMS_NORM_OUT);
   check.apart_or_in_place(XHAL_RMS_NORM_OUT, out, XHAL_RMS_NORM_X, x);
   check_per_column(check, XHAL_RMS_NORM_WEIGHT, weight, x, out);

@@ -1,7 +1,7 @@
 // Front ends of rms_norm_backward and fused_add_rms_norm_backward.
 #include <cmath>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -27,7 +27,7 @@ void check_norm_backward_args(const ArgChecks& check, const TensorView& dout, co
   check.tensor(XHAL_RMS_NORM_BACKWARD_DWEIGHT, dweight, 1);
   check.dtype(XHAL_RMS_NORM_BACKWARD_DWEIGHT, dweight, dout.dtype(), " (same as dout)");
   check.dim(XHAL_RMS_NORM_BACKWARD_DWEIGHT, dweight, 0, dout.size(-1), "last dim of dout");
-  if (!(eps >= 0) || !std::isfinite(eps)) check.fail("eps", "a finite number >= 0", fmt::format("{}", eps));
+  if (!(eps >= 0) || !std::isfinite(eps)) check.fail("eps", "a finite number >= 0", format_text("{}", eps));
   const Device device = dx.device();
   check.same_device(XHAL_RMS_NORM_BACKWARD_DOUT, dout, device, XHAL_RMS_NORM_BACKWARD_DX);
   check.same_device(XHAL_RMS_NORM_BACKWARD_X, x, device, XHAL_RMS_NORM_BACKWARD_DX);

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -36,8 +36,8 @@ void rotate(Op op, const TensorView& q, const TensorView& k, const TensorView& p
   check.dtype(XHAL_ROPE_COS_SIN_CACHE, cos_sin_cache, DType::f32, " (from rope_cache)");
   const int64_t rotary_dim = cos_sin_cache.size(1);
   if (rotary_dim < 2 || rotary_dim % 2 != 0 || rotary_dim > D) {
-    check.fail(XHAL_ROPE_COS_SIN_CACHE, fmt::format("an even rotary_dim (dim 1) in 2..{} (head dim)", D),
-               fmt::format("{}", rotary_dim));
+    check.fail(XHAL_ROPE_COS_SIN_CACHE, format_text("an even rotary_dim (dim 1) in 2..{} (head dim)", D),
+               format_text("{}", rotary_dim));
   }
   const Device device = q.device();
   for (auto [name, t] :
@@ -74,35 +74,35 @@ namespace {
 
 [[noreturn]] void rope_cache_fail(std::string_view arg, std::string_view expected, const std::string& got) {
   throw Error(Errc::invalid_argument,
-              fmt::format("xhal::ops::rope_cache: argument '{}': expected {}, got {}", arg, expected, got));
+              format_text("xhal::ops::rope_cache: argument '{}': expected {}, got {}", arg, expected, got));
 }
 
 void check_scaling(const RopeScaling& s) {
   using Type = RopeScaling::Type;
   if (s.type == Type::none) return;
   if (s.type != Type::linear && s.type != Type::llama3 && s.type != Type::yarn) {
-    rope_cache_fail("scaling.type", "none, linear, llama3 or yarn", fmt::format("{}", int(s.type)));
+    rope_cache_fail("scaling.type", "none, linear, llama3 or yarn", format_text("{}", int(s.type)));
   }
   if (!(s.factor > 0) || !std::isfinite(s.factor)) {
-    rope_cache_fail("scaling.factor", "a finite number > 0", fmt::format("{}", s.factor));
+    rope_cache_fail("scaling.factor", "a finite number > 0", format_text("{}", s.factor));
   }
   if (s.type == Type::linear) return;
   if (s.original_max_position <= 0) {
-    rope_cache_fail("scaling.original_max_position", "> 0", fmt::format("{}", s.original_max_position));
+    rope_cache_fail("scaling.original_max_position", "> 0", format_text("{}", s.original_max_position));
   }
   if (s.type == Type::llama3 &&
       !(s.low_freq_factor > 0 && s.high_freq_factor > s.low_freq_factor && std::isfinite(s.high_freq_factor))) {
     rope_cache_fail("scaling.high_freq_factor", "finite and > low_freq_factor > 0",
-                    fmt::format("{} and {}", s.high_freq_factor, s.low_freq_factor));
+                    format_text("{} and {}", s.high_freq_factor, s.low_freq_factor));
   }
   if (s.type == Type::yarn) {
     if (!(s.beta_fast > s.beta_slow && s.beta_slow > 0) || !std::isfinite(s.beta_fast)) {
       rope_cache_fail("scaling.beta_fast", "finite and > beta_slow > 0",
-                      fmt::format("{} and {}", s.beta_fast, s.beta_slow));
+                      format_text("{} and {}", s.beta_fast, s.beta_slow));
     }
     if (!(s.attention_factor >= 0) || !std::isfinite(s.attention_factor)) {
       rope_cache_fail("scaling.attention_factor", "a finite number >= 0 (0: the default)",
-                      fmt::format("{}", s.attention_factor));
+                      format_text("{}", s.attention_factor));
     }
   }
 }
@@ -172,14 +172,14 @@ Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, Device devi
 }
 
 Tensor rope_cache(int64_t max_pos, int64_t rotary_dim, double theta, const RopeScaling& scaling, Device device) {
-  if (max_pos < 0) rope_cache_fail("max_pos", ">= 0", fmt::format("{}", max_pos));
+  if (max_pos < 0) rope_cache_fail("max_pos", ">= 0", format_text("{}", max_pos));
   if (rotary_dim < 2 || rotary_dim % 2 != 0) {
-    rope_cache_fail("rotary_dim", "an even number >= 2", fmt::format("{}", rotary_dim));
+    rope_cache_fail("rotary_dim", "an even number >= 2", format_text("{}", rotary_dim));
   }
-  if (!(theta > 0) || !std::isfinite(theta)) rope_cache_fail("theta", "a finite number > 0", fmt::format("{}", theta));
+  if (!(theta > 0) || !std::isfinite(theta)) rope_cache_fail("theta", "a finite number > 0", format_text("{}", theta));
   if (int64_t bytes = 0; __builtin_mul_overflow(max_pos, rotary_dim * int64_t(sizeof(float)), &bytes)) {
     rope_cache_fail("max_pos", "a cache of max_pos x rotary_dim floats whose bytes fit in 64 bits",
-                    fmt::format("{} x {}", max_pos, rotary_dim));
+                    format_text("{} x {}", max_pos, rotary_dim));
   }
   check_scaling(scaling);
   // The device's allocator first: a size it cannot hold is its clear out_of_memory (and counts

@@ -3,7 +3,7 @@
 // live on the device and every value has a meaning (docs/ops.md, sample), so they are not.
 #include <cmath>
 
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -18,8 +18,8 @@ void sample(const TensorView& logits, const TensorView& tokens, const SamplePara
   check.float_dtype(XHAL_SAMPLE_LOGITS, logits);
   const int64_t B = logits.size(0), V = logits.size(1);
   if (V < 1 || V > XHAL_SAMPLE_MAX_VOCABULARY) {
-    check.fail(XHAL_SAMPLE_LOGITS, fmt::format("a vocabulary (dim 1) of 1 to {}", XHAL_SAMPLE_MAX_VOCABULARY),
-               fmt::format("{}", V));
+    check.fail(XHAL_SAMPLE_LOGITS, format_text("a vocabulary (dim 1) of 1 to {}", XHAL_SAMPLE_MAX_VOCABULARY),
+               format_text("{}", V));
   }
   auto check_per_row = [&](int slot, const TensorView& t, std::initializer_list<DType> dtypes) {
     check.tensor(slot, t, 1);
@@ -41,14 +41,14 @@ void sample(const TensorView& logits, const TensorView& tokens, const SamplePara
     check_per_row(slot, *t, {is_float ? DType::f32 : slot == XHAL_SAMPLE_TOP_K ? DType::i32 : DType::i64});
   }
   if (!(params.temperature >= 0) || !std::isfinite(params.temperature)) {
-    check.fail("temperature", "a finite number >= 0 (0: greedy)", fmt::format("{}", params.temperature));
+    check.fail("temperature", "a finite number >= 0 (0: greedy)", format_text("{}", params.temperature));
   }
-  if (params.top_k < 0) check.fail("top_k", "a count >= 0 (0: off)", fmt::format("{}", params.top_k));
+  if (params.top_k < 0) check.fail("top_k", "a count >= 0 (0: off)", format_text("{}", params.top_k));
   if (!(params.top_p > 0 && params.top_p <= 1)) {
-    check.fail("top_p", "a number in (0, 1] (1: off)", fmt::format("{}", params.top_p));
+    check.fail("top_p", "a number in (0, 1] (1: off)", format_text("{}", params.top_p));
   }
   if (!(params.min_p >= 0 && params.min_p <= 1)) {
-    check.fail("min_p", "a number in [0, 1] (0: off)", fmt::format("{}", params.min_p));
+    check.fail("min_p", "a number in [0, 1] (0: off)", format_text("{}", params.min_p));
   }
   check.apart(XHAL_SAMPLE_TOKENS, tokens,
               {{XHAL_SAMPLE_LOGITS, &logits},

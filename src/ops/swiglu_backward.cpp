@@ -1,6 +1,5 @@
 // Front ends of swiglu_backward and swiglu_packed_backward. Each element's gradients depend on that
 // element alone, so a gradient may be written in place over an input of the same shape.
-#include <fmt/format.h>
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"

@@ -1,5 +1,5 @@
 // Front end of top_k: x[..., V] rows (any strides), values and indices [..., k] (contiguous).
-#include <fmt/format.h>
+#include "core/text_format.hpp"
 
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
@@ -14,7 +14,7 @@ void top_k(const TensorView& x, const TensorView& values, const TensorView& indi
   const int rank = x.ndim();
   const int64_t V = x.size(-1);
   if (V < 1 || V > INT32_MAX) {
-    check.fail(XHAL_TOP_K_X, "a last dim of 1 to 2^31 - 1", fmt::format("{}", V));
+    check.fail(XHAL_TOP_K_X, "a last dim of 1 to 2^31 - 1", format_text("{}", V));
   }
   // [..., k] with x's leading dims, contiguous (kernels write row r's k at offset r * k).
   auto check_top_k_shaped = [&](int slot, const TensorView& t) {
@@ -27,8 +27,8 @@ void top_k(const TensorView& x, const TensorView& values, const TensorView& indi
   const int64_t k = values.size(-1);
   if (k < 1 || k > V || k > XHAL_TOP_K_MAX_K) {
     check.fail(XHAL_TOP_K_VALUES,
-               fmt::format("a last dim k of 1 to min(V = {}, XHAL_TOP_K_MAX_K = {})", V, XHAL_TOP_K_MAX_K),
-               fmt::format("{}", k));
+               format_text("a last dim k of 1 to min(V = {}, XHAL_TOP_K_MAX_K = {})", V, XHAL_TOP_K_MAX_K),
+               format_text("{}", k));
   }
   check.dtype(XHAL_TOP_K_VALUES, values, x.dtype(), " (same as x)");
   check_top_k_shaped(XHAL_TOP_K_INDICES, indices);
