@@ -2,7 +2,10 @@
 // time). dweight is summed by RowBlockSums, as in the reference kernel: the same bits whatever the
 // thread count. Rows go in pairs, each read twice, the second time from the cache: their two sums
 // (x^2 and dout weight x), then dx and the pair's dweight terms, while the next pair is fetched into
-// L2 (fetch_next_lines). Every
+// L2 (fetch_next_lines). bf16 is widened and narrowed two vectors at a time in load2_f32's order
+// (even elements, odd ones: a shift or a mask a vector instead of a widening shuffle and a shift;
+// the kernel is bound by its vector instructions on AVX-512 CPUs that split them in two), with the
+// weight and the blocks' dweight terms kept in that order (to_pair_order, from_pair_order). Every
 // stored value is computed from the op's bf16 inputs and eps, so bf16 is rounded without a NaN
 // test (NaNs::from_bf16). Registered above the reference kernels.
 #undef HWY_TARGET_INCLUDE
@@ -64,8 +67,17 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
   for (int r = 0; r < R; ++r) sumsq[r] = hn::Zero(df), dot[r] = hn::Zero(df);
   constexpr int64_t kLine = 64 / int64_t(sizeof(typename E::Storage));
   int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
     if (next != nullptr && i % (2 * kLine) == 0) fetch_next_lines(*next, i / 2);  // columns [0, n / 2)
+    const VF w0 = hn::LoadU(df, weight + i), w1 = hn::LoadU(df, weight + i + lanes);  // in pair order
+    for (int r = 0; r < R; ++r) {
+      VF x0, x1, d0, d1;
+      load2_f32<E>(g.x[r] + i, x0, x1), load2_f32<E>(g.dout[r] + i, d0, d1);
+      sumsq[r] = hn::MulAdd(x1, x1, hn::MulAdd(x0, x0, sumsq[r]));
+      dot[r] = hn::MulAdd(hn::Mul(d1, w1), x1, hn::MulAdd(hn::Mul(d0, w0), x0, dot[r]));
+    }
+  }
+  for (; i + lanes <= n; i += lanes) {
     const VF w = hn::LoadU(df, weight + i);
     for (int r = 0; r < R; ++r) {
       const VF xv = load_f32<E>(g.x[r] + i);
@@ -88,25 +100,35 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
   for (int r = 0; r < R; ++r) rv[r] = hn::Set(df, inv_rms[r]), cv[r] = hn::Set(df, coeff[r]);
   const bool has_res = g.dres[0] != nullptr;
   const bool separate = has_res && g.dres[0] != g.dx[0];  // the residual's gradient in a tensor of its own
-  // kVectors vectors from column k: two make a whole cache line of 16-bit elements on AVX-512, read
-  // before any of it is written and written at once (a streamed line leaves its write-combining
-  // buffer whole; a half line read back after a streamed half would wait for it).
-  const auto step = [&](int64_t k, auto vectors) {
-    constexpr int kVectors = decltype(vectors)::value;
+  // dx of row r at two vectors from column k (in pair order, the weight, terms and partial too),
+  // or at one (kPair false, in column order); with two, a whole cache line of 16-bit elements on
+  // AVX-512, read before any of it is written and written at once (a streamed line leaves its
+  // write-combining buffer whole; a half line read back after a streamed half would wait for it).
+  const auto step = [&](int64_t k, auto pair) {
+    constexpr bool kPair = decltype(pair)::value;
+    constexpr int kVectors = kPair ? 2 : 1;
     VF w[kVectors], terms[kVectors];
     for (int u = 0; u < kVectors; ++u) w[u] = hn::LoadU(df, weight + k + u * lanes), terms[u] = hn::Zero(df);
     for (int r = 0; r < R; ++r) {
-      VF xv[kVectors], dv[kVectors], res[kVectors];
-      for (int u = 0; u < kVectors; ++u) {
-        xv[u] = load_f32<E>(g.x[r] + k + u * lanes), dv[u] = load_f32<E>(g.dout[r] + k + u * lanes);
-        res[u] = has_res ? load_f32<E>(g.dres[r] + k + u * lanes) : hn::Zero(df);
+      VF xv[kVectors], dv[kVectors], res[kVectors], d[kVectors];
+      if constexpr (kPair) {
+        load2_f32<E>(g.x[r] + k, xv[0], xv[1]), load2_f32<E>(g.dout[r] + k, dv[0], dv[1]);
+        if (has_res) load2_f32<E>(g.dres[r] + k, res[0], res[1]);
+      } else {
+        xv[0] = load_f32<E>(g.x[r] + k), dv[0] = load_f32<E>(g.dout[r] + k);
+        if (has_res) res[0] = load_f32<E>(g.dres[r] + k);
       }
       for (int u = 0; u < kVectors; ++u) {
         terms[u] = hn::MulAdd(hn::Mul(dv[u], xv[u]), rv[r], terms[u]);
-        VF d = hn::Mul(rv[r], hn::NegMulAdd(xv[u], cv[r], hn::Mul(dv[u], w[u])));
-        if (has_res) d = hn::Add(d, res[u]);
-        if (separate) store_f32<E, false, NaNs::from_bf16>(d, g.dres[r] + k + u * lanes);
-        store_f32<E, kStream, NaNs::from_bf16>(d, g.dx[r] + k + u * lanes);
+        d[u] = hn::Mul(rv[r], hn::NegMulAdd(xv[u], cv[r], hn::Mul(dv[u], w[u])));
+        if (has_res) d[u] = hn::Add(d[u], res[u]);
+      }
+      if constexpr (kPair) {
+        if (separate) store2_f32<E, false, NaNs::from_bf16>(d[0], d[1], g.dres[r] + k);
+        store2_f32<E, kStream, NaNs::from_bf16>(d[0], d[1], g.dx[r] + k);
+      } else {
+        if (separate) store_f32<E, false, NaNs::from_bf16>(d[0], g.dres[r] + k);
+        store_f32<E, kStream, NaNs::from_bf16>(d[0], g.dx[r] + k);
       }
     }
     for (int u = 0; u < kVectors; ++u) {
@@ -116,9 +138,9 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
   i = 0;
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
     if (next != nullptr && i % (2 * kLine) == 0) fetch_next_lines(*next, n / 2 + i / 2);  // [n / 2, n)
-    step(i, std::integral_constant<int, 2>());
+    step(i, std::true_type());
   }
-  for (; i + lanes <= n; i += lanes) step(i, std::integral_constant<int, 1>());
+  for (; i + lanes <= n; i += lanes) step(i, std::false_type());
   for (; i < n; ++i) {
     float terms = 0.0f;
     for (int r = 0; r < R; ++r) {
@@ -150,6 +172,7 @@ bool backward_rows_typed(const xhal_op_call* c) {
   if (!sums.ok()) return false;
   std::vector<float> weight(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) weight[size_t(i)] = E::load(w.data[i]);
+  to_pair_order<E>(weight.data(), weight.data(), n);
   // Streaming stores for dx when it is large and the residual's gradient, if any, is dx itself.
   const DLTensor* dx_tensor = c->tensors[XHAL_RMS_NORM_BACKWARD_DX];
   const bool stream = should_stream<E>(dx_tensor) && (!dresidual || dresidual.data == dx.data);
@@ -177,6 +200,7 @@ bool backward_rows_typed(const xhal_op_call* c) {
         group_fn(group, weight.data(), n, eps, partial, row + kGroup < end ? &next : nullptr);
       }
       for (; row < end; ++row) row_fn(group_at(row, end), weight.data(), n, eps, partial, nullptr);
+      from_pair_order<E>(partial, n);  // the block's dweight terms back in column order for the sum
     }
     stream_fence();
     sums.add_into<E>(dweight.data, dweight.stride(0));

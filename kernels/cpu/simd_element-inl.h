@@ -190,6 +190,23 @@ HWY_INLINE void to_pair_order(const float* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = src[i];
 }
 
+// The inverse of to_pair_order, in place: each whole pair of vectors of p from load2_f32<E>'s order
+// back to column order.
+template <class E>
+HWY_INLINE void from_pair_order(float* p, int64_t n) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (E::kDType == XHAL_DTYPE_BF16) {
+    const int64_t lanes = int64_t(hn::Lanes(DF()));
+    float columns[2 * HWY_MAX_BYTES / sizeof(float)];
+    for (int64_t i = 0; i + 2 * lanes <= n; i += 2 * lanes) {
+      for (int64_t k = 0; k < lanes; ++k) columns[2 * k] = p[i + k], columns[2 * k + 1] = p[i + lanes + k];
+      for (int64_t k = 0; k < 2 * lanes; ++k) p[i + k] = columns[k];
+    }
+  }
+#endif
+  (void)p, (void)n;
+}
+
 // Sum of x[i]^2 over i < n, accumulated in f32. bf16 on CPUs with AVX512_BF16: vdpbf16ps squares
 // and adds 32 elements per instruction without widening them first (bf16 products are exact in
 // f32; the instruction treats subnormal inputs as zero, whose squares underflow anyway).
