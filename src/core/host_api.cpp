@@ -119,7 +119,8 @@ void commit_pending_kernels(PluginHostContext& context) {
     try {
       context.registry->add(context.type, desc);
     } catch (const Error& e) {
-      log(LogLevel::warn, "kernel {} of the {} plugin not registered: {}", desc.name, device_type_name(context.type), e.what());
+      log(LogLevel::warn, "kernel {} of the {} plugin not registered: {}", desc.name, device_type_name(context.type),
+          e.what());
     }
   }
   context.pending.clear();

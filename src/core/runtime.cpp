@@ -96,8 +96,8 @@ BackendInfo Runtime::load(const std::string& path, PluginSource source) {
     commit_pending_kernels(*plugin.context);
     state->plugin = std::move(plugin);
     add_record(state->plugin.info);
-    log(LogLevel::info, "plugin {} ({}) loaded from {}: {} device(s)", state->plugin.info.name, state->plugin.info.version, path,
-               count);
+    log(LogLevel::info, "plugin {} ({}) loaded from {}: {} device(s)", state->plugin.info.name,
+        state->plugin.info.version, path, count);
     backends_[size_t(state->plugin.type)].store(state.get(), std::memory_order_release);
     owned_.push_back(std::move(state));
     return owned_.back()->plugin.info;

@@ -1,7 +1,6 @@
 // Front ends of attention and attention_varlen.
 #include <cmath>
 
-
 #include "ops/arg_checks.hpp"
 #include "ops/attention_checks.hpp"
 #include "ops/op_call.hpp"
