@@ -10,9 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/text_format.hpp"
-
 #include "core/op_table.hpp"
+#include "core/text_format.hpp"
 #include "xhal/xhal.h"
 #include "xhal/xhal.hpp"
 

@@ -4,10 +4,9 @@
 
 #include <string>
 
-#include "core/text_format.hpp"
-
 #include "capi/c_call.hpp"
 #include "core/op_table.hpp"
+#include "core/text_format.hpp"
 #include "xhal/xhal.hpp"
 
 using namespace xhal::capi;  // NOLINT: the helpers every function of this file calls

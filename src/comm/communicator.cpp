@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <thread>
 
-#include "core/text_format.hpp"
-
 #include "comm/engines.hpp"
 #include "comm/pending_op.hpp"
 #include "core/shape_text.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal::comm {

@@ -16,11 +16,10 @@
 #include <mutex>
 #include <vector>
 
-#include "core/text_format.hpp"
-
 #include "comm/bootstrap.hpp"
 #include "comm/engines.hpp"
 #include "comm/pending_op.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 #include "xhal/half.hpp"
 

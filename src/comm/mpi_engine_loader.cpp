@@ -5,10 +5,9 @@
 #include <mutex>
 #include <string>
 
-#include "core/text_format.hpp"
-
 #include "comm/engines.hpp"
 #include "core/plugin_loader.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal::comm {

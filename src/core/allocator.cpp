@@ -2,10 +2,9 @@
 
 #include <atomic>
 
-#include "core/text_format.hpp"
-
 #include "core/logging.hpp"
 #include "core/plugin_call.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {

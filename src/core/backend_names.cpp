@@ -6,9 +6,8 @@
 #include <mutex>
 #include <vector>
 
-#include "core/text_format.hpp"
-
 #include "core/env.hpp"
+#include "core/text_format.hpp"
 
 namespace xhal::backend_names {
 namespace {

@@ -1,11 +1,10 @@
 #include "core/backend_selection.hpp"
 
-#include "core/text_format.hpp"
-
 #include "core/backend_names.hpp"
 #include "core/env.hpp"
 #include "core/plugin_loader.hpp"
 #include "core/runtime.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {

@@ -2,10 +2,9 @@
 
 #include <charconv>
 
-#include "core/text_format.hpp"
-
 #include "core/backend_names.hpp"
 #include "core/runtime.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {

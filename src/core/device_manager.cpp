@@ -2,11 +2,10 @@
 
 #include <map>
 
-#include "core/text_format.hpp"
-
 #include "core/backend_selection.hpp"
 #include "core/logging.hpp"
 #include "core/runtime.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {

@@ -3,7 +3,6 @@
 #include <array>
 
 #include "core/text_format.hpp"
-
 #include "xhal/error.hpp"
 #include "xhal/fp8.hpp"
 

@@ -8,7 +8,6 @@
 #include <cstdlib>
 
 #include "core/text_format.hpp"
-
 #include "xhal/error.hpp"
 
 namespace xhal::env {

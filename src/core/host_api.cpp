@@ -7,10 +7,9 @@
 #include <new>
 #include <string>
 
-#include "core/text_format.hpp"
-
 #include "core/logging.hpp"
 #include "core/registry.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "core/text_format.hpp"
-
 #include "xhal/error.hpp"
 #include "xhal/tensor_view.hpp"
 

@@ -11,14 +11,13 @@
 #include <regex>
 #include <set>
 
-#include "core/text_format.hpp"
-
 #include "core/backend_names.hpp"
 #include "core/env.hpp"
 #include "core/env_warnings.hpp"
 #include "core/host_api.hpp"
 #include "core/logging.hpp"
 #include "core/registry.hpp"
+#include "core/text_format.hpp"
 
 #ifndef XHAL_INSTALL_LIBDIR
 #define XHAL_INSTALL_LIBDIR "/usr/local/lib"

@@ -4,10 +4,9 @@
 #include <array>
 #include <mutex>
 
-#include "core/text_format.hpp"
-
 #include "core/env.hpp"
 #include "core/env_warnings.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {

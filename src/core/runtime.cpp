@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/text_format.hpp"
-
 #include "core/env.hpp"
 #include "core/env_warnings.hpp"
 #include "core/host_api.hpp"
 #include "core/logging.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {

@@ -12,14 +12,13 @@
 #include <optional>
 #include <vector>
 
-#include "core/text_format.hpp"
-
 #include "core/env.hpp"
 #include "core/instrumentation.hpp"
 #include "core/logging.hpp"
 #include "core/op_table.hpp"
 #include "core/registry.hpp"
 #include "core/runtime.hpp"
+#include "core/text_format.hpp"
 #include "xhal/device_manager.hpp"
 #include "xhal/error.hpp"
 #include "xhal/fp8.hpp"

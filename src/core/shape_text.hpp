@@ -4,7 +4,6 @@
 #include <string>
 
 #include "core/text_format.hpp"
-
 #include "xhal/tensor_view.hpp"
 
 namespace xhal {

@@ -3,9 +3,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/text_format.hpp"
-
 #include "core/runtime.hpp"
+#include "core/text_format.hpp"
 #include "xhal/device_manager.hpp"
 #include "xhal/error.hpp"
 

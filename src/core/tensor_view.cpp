@@ -4,9 +4,8 @@
 #include <cstring>
 #include <optional>
 
-#include "core/text_format.hpp"
-
 #include "core/runtime.hpp"
+#include "core/text_format.hpp"
 #include "xhal/error.hpp"
 
 namespace xhal {

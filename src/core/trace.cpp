@@ -12,8 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/text_format.hpp"
-
 #include "core/env.hpp"
 #include "core/instrumentation.hpp"
 #include "core/json_text.hpp"
@@ -21,6 +19,7 @@
 #include "core/op_table.hpp"
 #include "core/plugin_call.hpp"
 #include "core/runtime.hpp"
+#include "core/text_format.hpp"
 #include "xhal/dtype.hpp"
 #include "xhal/error.hpp"
 #include "xhal/tensor_view.hpp"

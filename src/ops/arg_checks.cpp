@@ -5,9 +5,8 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/text_format.hpp"
-
 #include "core/op_table.hpp"
+#include "core/text_format.hpp"
 #include "ops/memory_overlap.hpp"
 #include "xhal/error.hpp"
 

@@ -1,12 +1,11 @@
 #include "ops/op_call.hpp"
 
-#include "core/text_format.hpp"
-
 #include "core/op_table.hpp"
 #include "core/registry.hpp"
 #include "core/runtime.hpp"
 #include "core/instrumentation.hpp"
 #include "core/instrumented_dispatch.hpp"
+#include "core/text_format.hpp"
 #include "xhal/device_manager.hpp"
 #include "xhal/error.hpp"
 

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "core/text_format.hpp"
-
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
 #include "xhal/error.hpp"

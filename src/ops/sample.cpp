@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/text_format.hpp"
-
 #include "ops/arg_checks.hpp"
 #include "ops/op_call.hpp"
 #include "xhal/ops.hpp"
