@@ -70,13 +70,10 @@ __device__ inline void keys_times_rows(float (&acc)[Tile::kMTiles][4], const uns
 template <class E, class Tile>
 __device__ inline void add_keys_by_rows(float (&acc)[Tile::kDTiles][4], const uint32_t (&a)[Tile::kBlockM / 16][4],
                                         const unsigned char* rows) {
-  constexpr uint32_t kBlockBytes = Tile::kBlockM * 128;  // one 64-column block of the tile
+  constexpr uint32_t kBlockBytes = Tile::kBlockM * 128;  // a 64-column block of the tile: the step to the next
 #pragma unroll
   for (int kk = 0; kk < Tile::kBlockM / 16; ++kk) {
-    sm90::mma_rs_n64<E, 0>(acc, a[kk], sm90::descriptor(rows + kk * 16 * 128, kBlockBytes, 1024));
-    if constexpr (Tile::D == 128) {
-      sm90::mma_rs_n64<E, 8>(acc, a[kk], sm90::descriptor(rows + kBlockBytes + kk * 16 * 128, kBlockBytes, 1024));
-    }
+    sm90::mma_rs<E, Tile::D>(acc, a[kk], sm90::descriptor(rows + kk * 16 * 128, kBlockBytes, 1024));
   }
 }
 

@@ -259,7 +259,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   }
 
 #pragma unroll
-  for (int r = 0; r < R; ++r) store_rows<E>(o[r], rows[r], row_index[r], Sq, out, a, blk.b, blk.head, blk.q0, lse);
+  for (int r = 0; r < R; ++r)
+    store_rows<E>(o[r], rows[r], scale.max_to_log2<kSoftcap>(), row_index[r], Sq, out, a, blk.b, blk.head, blk.q0, lse);
 }
 
 template <class E, class Tile, bool kSoftcap>

@@ -218,11 +218,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     sm90::fence();
 #pragma unroll
     for (int kk = 0; kk < Tile::kPSteps; ++kk) {
-      const unsigned char* v_keys = v_tile + kk * 16 * 128;
-      sm90::mma_rs_n64<E, 0>(o, pt[kk], sm90::descriptor(v_keys, kBlockN * 128, 1024));
-      if constexpr (D == 128) {
-        sm90::mma_rs_n64<E, 8>(o, pt[kk], sm90::descriptor(v_keys + kBlockN * 128, kBlockN * 128, 1024));
-      }
+      sm90::mma_rs<E, D>(o, pt[kk], sm90::descriptor(v_tile + kk * 16 * 128, kBlockN * 128, 1024));
     }
     sm90::commit();
     return non_finite;
@@ -230,7 +226,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   // The scores of tile t (waited for) through the softmax into probabilities pt.
   auto softmax = [&](int64_t t, uint32_t(&pt)[Tile::kPSteps][4]) {
     sm90::pin(s);
-    online_softmax<kSoftcap>(s, rows, int(t * kBlockN), scale, correction);
+    online_softmax<kSoftcap, 4>(s, rows, int(t * kBlockN), scale, correction);
 #pragma unroll
     for (int kk = 0; kk < Tile::kPSteps; ++kk) probabilities_as_a<E>(s, kk, pt[kk]);
   };
@@ -265,7 +261,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
       return vb + j * a.v[1];
     });
   }
-  store_rows<E>(o, rows, row_index, blk.Sq, out, a, blk.b, blk.head, blk.q0, lse);
+  store_rows<E>(o, rows, scale.max_to_log2<kSoftcap>(), row_index, blk.Sq, out, a, blk.b, blk.head, blk.q0, lse);
 #endif
 }
 

@@ -31,6 +31,8 @@ inline const char* flash_supports(void*, const xhal_op_call* c) {
   for (int d = 0; d + 1 < out->ndim; ++d) {
     if (out->strides[d] % 2 != 0) return "out strides not even";
   }
+  const Mask mask = Mask::from(c->params);
+  if (mask.scale < 0.0f && mask.softcap == 0.0f) return "negative scale (the running max is of the unscaled scores)";
   if (c->op == XHAL_OP_PAGED_PREFILL) {
     const DLTensor* table = c->tensors[XHAL_PAGED_PREFILL_BLOCK_TABLE];
     if (table->shape[1] > 1 && table->strides[1] != 1) return "block_table rows not contiguous";

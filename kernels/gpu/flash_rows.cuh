@@ -69,7 +69,10 @@ struct SoftmaxRows {
   }
 };
 
-// Score scaling in log2 units (log2(e) folded in), with or without a softcap.
+// Score scaling in log2 units (log2(e) folded in), with or without a softcap. The running max is
+// kept in the units online_softmax compares in: the raw scores without a softcap (the scale then
+// joins the subtraction of the max in one FFMA per score, which a positive scale allows:
+// flash_supports), log2 units with one; max_to_log2 converts it.
 struct ScoreScale {
   float scale_log2, scale_over_cap, cap_log2;
   __device__ explicit ScoreScale(const Mask& mask) {
@@ -78,51 +81,85 @@ struct ScoreScale {
     scale_over_cap = mask.softcap > 0.0f ? mask.scale / mask.softcap : 0.0f;
     cap_log2 = mask.softcap * kLog2e;
   }
+  template <bool kSoftcap>
+  __device__ float max_to_log2() const {
+    return kSoftcap ? 1.0f : scale_log2;
+  }
 };
+
+// r[0] = op over r[0, kLeft), as a tree. A template recursion rather than a loop halving its bound,
+// which nvcc did not unroll (r went to the stack: 70% slower).
+template <int N, int kLeft, class Op>
+__device__ inline void fold_tree_step(float (&r)[N], Op op) {
+  if constexpr (kLeft > 1) {
+    constexpr int kHalf = (kLeft + 1) / 2;
+#pragma unroll
+    for (int t = 0; t < kLeft / 2; ++t) r[t] = op(r[t], r[t + kHalf]);
+    fold_tree_step<N, kHalf>(r, op);
+  }
+}
+
+// Reduces a thread's values of row h (h = 0: elements 0 and 1 of each tile, h = 1: 2 and 3) with op:
+// kChains independent chains, then a tree.
+template <int kChains, int kSTiles, class Op>
+__device__ inline float reduce_row(const float (&s)[kSTiles][4], int h, Op op) {
+  constexpr int kWays = kSTiles < kChains ? kSTiles : kChains;
+  float r[kWays];
+#pragma unroll
+  for (int t = 0; t < kSTiles; ++t) {
+    const float pair = op(s[t][2 * h], s[t][2 * h + 1]);
+    r[t % kWays] = t < kWays ? pair : op(r[t % kWays], pair);
+  }
+  fold_tree_step<kWays, kWays>(r, op);
+  return r[0];
+}
 
 // Turns the raw scores s of key tile [jt, jt + 8 * kSTiles) into probabilities (unnormalised,
 // relative to the running max), masks keys outside each row's range and updates the running max
 // and sum. correction[h]: the factor the output accumulator's row h must be scaled by (rescale()).
-template <bool kSoftcap, int kSTiles>
+// kChains: independent chains of the row max and sum (shorter dependencies, more registers: the
+// mma.sync kernel, at its register limit, keeps one).
+template <bool kSoftcap, int kChains = 1, int kSTiles>
 __device__ inline void online_softmax(float (&s)[kSTiles][4], SoftmaxRows& rows, int jt, const ScoreScale& sc,
                                       float (&correction)[2]) {
   const int tig = threadIdx.x % 4;
-  float tile_max[2] = {-INFINITY, -INFINITY};
   constexpr int kKeys = 8 * kSTiles;
   const bool inside = jt >= rows.lo[0] && jt >= rows.lo[1] && jt + kKeys <= rows.hi[0] && jt + kKeys <= rows.hi[1];
-#pragma unroll
-  for (int t = 0; t < kSTiles; ++t) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int h = c / 2;
-      float x;
-      if constexpr (kSoftcap)
-        x = sc.cap_log2 * tanhf(s[t][c] * sc.scale_over_cap);
-      else
-        x = s[t][c] * sc.scale_log2;
-      if (!inside) {
-        const int j = jt + t * 8 + tig * 2 + (c & 1);
-        if (j < rows.lo[h] || j >= rows.hi[h]) x = -INFINITY;
-      }
-      s[t][c] = x;
-      tile_max[h] = fmaxf(tile_max[h], x);
-    }
-  }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
-    tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
-    const float m_new = fmaxf(rows.max[h], tile_max[h]);
-    const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing visible yet
-    correction[h] = sm80::fast_exp2(rows.max[h] - base);
-    rows.max[h] = m_new;
-    rows.sum[h] *= correction[h];
+  if (kSoftcap || !inside) {
 #pragma unroll
     for (int t = 0; t < kSTiles; ++t) {
-      s[t][2 * h] = sm80::fast_exp2(s[t][2 * h] - base);
-      s[t][2 * h + 1] = sm80::fast_exp2(s[t][2 * h + 1] - base);
-      rows.sum[h] += s[t][2 * h] + s[t][2 * h + 1];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int h = c / 2;
+        float x = s[t][c];
+        if constexpr (kSoftcap) x = sc.cap_log2 * tanhf(x * sc.scale_over_cap);
+        if (!inside) {
+          const int j = jt + t * 8 + tig * 2 + (c & 1);
+          if (j < rows.lo[h] || j >= rows.hi[h]) x = -INFINITY;
+        }
+        s[t][c] = x;
+      }
     }
+  }
+  const float to_log2 = sc.max_to_log2<kSoftcap>();
+  const auto max_op = [](float x, float y) { return fmaxf(x, y); };
+  const auto add_op = [](float x, float y) { return x + y; };
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float tile_max = reduce_row<kChains>(s, h, max_op);
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    const float m_new = fmaxf(rows.max[h], tile_max);
+    // In log2 units; 0 for a row with nothing visible yet.
+    const float base = m_new == -INFINITY ? 0.0f : m_new * to_log2;
+    correction[h] = sm80::fast_exp2(rows.max[h] * to_log2 - base);
+    rows.max[h] = m_new;
+#pragma unroll
+    for (int t = 0; t < kSTiles; ++t) {
+      s[t][2 * h] = sm80::fast_exp2(fmaf(s[t][2 * h], to_log2, -base));
+      s[t][2 * h + 1] = sm80::fast_exp2(fmaf(s[t][2 * h + 1], to_log2, -base));
+    }
+    rows.sum[h] = rows.sum[h] * correction[h] + reduce_row<kChains>(s, h, add_op);
   }
 }
 
@@ -211,11 +248,11 @@ __device__ inline void add_non_finite_values(float (&o)[kOTiles][4], const Softm
 }
 
 // Divides the thread's two output rows by their sums and stores them (and the lse when asked);
-// i: the rows' indices within the sequence, rows at or past Sq are not written.
+// i: the rows' indices within the sequence, rows at or past Sq are not written; max_to_log2: ScoreScale's.
 template <class E, int kOTiles>
-__device__ inline void store_rows(const float (&o)[kOTiles][4], const SoftmaxRows& rows, const int64_t (&i)[2],
-                                  int64_t Sq, typename E::T* out, const AttnLayout& a, int64_t b, int64_t head,
-                                  int64_t q0, float* lse) {
+__device__ inline void store_rows(const float (&o)[kOTiles][4], const SoftmaxRows& rows, float max_to_log2,
+                                  const int64_t (&i)[2], int64_t Sq, typename E::T* out, const AttnLayout& a, int64_t b,
+                                  int64_t head, int64_t q0, float* lse) {
   constexpr float kLn2 = 0.6931471805599453f;
   const int tig = threadIdx.x % 4;
 #pragma unroll
@@ -235,7 +272,8 @@ __device__ inline void store_rows(const float (&o)[kOTiles][4], const SoftmaxRow
           sm80::pack2<E>(none ? 0.0f : o[t][2 * h] * inv, none ? 0.0f : o[t][2 * h + 1] * inv);
     }
     if (lse != nullptr && tig == 0) {
-      lse[b * a.lse[0] + head * a.lse[1] + (q0 + i[h]) * a.lse[2]] = none ? -INFINITY : rows.max[h] * kLn2 + logf(sum);
+      lse[b * a.lse[0] + head * a.lse[1] + (q0 + i[h]) * a.lse[2]] =
+          none ? -INFINITY : rows.max[h] * max_to_log2 * kLn2 + logf(sum);
     }
   }
 }

@@ -112,24 +112,40 @@ __device__ inline void mma_ss(float (&d)[kTiles][4], uint64_t a, uint64_t b, boo
 #endif
 }
 
-// d (tiles [kFirst, kFirst + 8)) += A B, A 64x16 in registers, B 16x64 MN-major in shared memory.
-template <class E, int kFirst = 0, int kTiles>
-__device__ inline void mma_rs_n64(float (&d)[kTiles][4], const uint32_t (&a)[4], uint64_t b) {
-  static_assert(kFirst + 8 <= kTiles, "accumulator tiles");
+// d (tiles [kFirst, kFirst + N / 8)) += A B, A 64x16 in registers, B 16xN MN-major in shared memory,
+// N = 64 or 128 (one instruction for N = 128: A is read from the registers once).
+template <class E, int N, int kFirst = 0, int kTiles>
+__device__ inline void mma_rs(float (&d)[kTiles][4], const uint32_t (&a)[4], uint64_t b) {
+  static_assert(N == 64 || N == 128, "wgmma shapes used here");
+  static_assert(kFirst + N / 8 <= kTiles, "accumulator tiles");
 #if XHAL_WGMMA_DEVICE
-  if constexpr (E::kDType == XHAL_DTYPE_BF16) {
+  if constexpr (N == 64 && E::kDType == XHAL_DTYPE_BF16) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32
         ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
         : XHAL_WG_TILES8(d, kFirst)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-  } else {
+  } else if constexpr (N == 64) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32
         ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
         : XHAL_WG_TILES8(d, kFirst)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+  } else if constexpr (E::kDType == XHAL_DTYPE_BF16) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " XHAL_WG_REGS64
+        ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " XHAL_WG_REGS64
+        ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
   }
 #endif

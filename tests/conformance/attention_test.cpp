@@ -1,5 +1,5 @@
 // Conformance of attention, attention_varlen and paged_attention: head dims 64..256, GQA ratios 1,
-// 4, 8, causal with Sq != Sk (bottom-right), windows, softcap, custom scale, lse, empty batches,
+// 4, 8, causal with Sq != Sk (bottom-right), windows, softcap, custom and negative scales, lse, empty batches,
 // rows that see no key, [B,H,S,D] (strided) layouts, and non-finite values where no row may look.
 #include <fmt/format.h>
 
@@ -24,6 +24,8 @@ const std::vector<AttnCase> kDenseCases = {
     {1, 600, 600, 4, 2, 64, 64, {.causal = true, .window_left = 300}},  // windows starting mid-tile
     {1, 40, 70, 3, 1, 64, 64, {.window_left = 5, .window_right = 3}},
     {2, 17, 17, 4, 1, 128, 128, {.scale = 0.3f, .causal = true, .softcap = 5.0f}},
+    {1, 130, 130, 2, 1, 128, 128, {.scale = 0.05f}},  // scale folded into exp2 after the max
+    {1, 130, 130, 2, 1, 64, 64, {.scale = -0.125f, .causal = true}},  // negative: no folding
     {1, 1000, 1000, 1, 1, 64, 64, {.causal = true}},
     {1, 300, 517, 4, 2, 128, 128, {.causal = true}},  // several 128-key tiles, GQA
     {2, 200, 385, 2, 1, 128, 128, {}},  // a partial last key tile, MQA
