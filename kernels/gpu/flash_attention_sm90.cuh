@@ -2,15 +2,18 @@
 // warpgroup MMA (wgmma). A block owns 128 query rows of one (sequence, head). Its producer
 // warpgroup (one thread, few registers) loads Q once and K/V tiles of kBlockN keys into two
 // stages with TMA, 128-byte swizzled as wgmma reads them, each load completing on an mbarrier.
-// Two consumer warpgroups (64 rows each, the registers the producer gave up) wait for a stage,
-// compute S = Q Kᵀ with both operands in shared memory, run the online softmax on the
-// accumulators (flash_rows.cuh, shared with the mma.sync kernel) and O += P V with P straight from
-// registers and V read transposed, then free the stage by arriving on its mbarrier. Nothing waits
-// at block-wide barriers, so the consumers drift apart and one's softmax overlaps the other's
-// wgmma.
+// Two consumer warpgroups (64 rows each, the registers the producer gave up) compute S = Q Kᵀ with
+// both operands in shared memory, run the online softmax on the accumulators (flash_rows.cuh,
+// shared with the mma.sync kernel) and O += P V with P straight from registers and V read
+// transposed. They take turns at the tensor cores: a turn issues P V of one tile with the scores
+// of the next, and one consumer's softmax runs while the other's turn does. K and V free their
+// stage apart (K once its scores are in, V once its product is), so each load has a turn's time
+// to land.
 #pragma once
 
 #if !defined(__HIPCC__)
+
+#include <type_traits>
 
 #include "flash_rows.cuh"
 #include "tma_sm90.cuh"
@@ -26,7 +29,7 @@ struct WgmmaFlashTile {
   static constexpr int kQBytes = kBlockM * D * 2, kKVBytes = kBlockN * D * 2;
   // Q, K and V for two stages, the mbarriers, and 1 KiB of slack to align the tiles for the swizzle.
   static constexpr size_t kBarrierOffset = size_t(kQBytes) + 4 * size_t(kKVBytes);
-  static constexpr size_t kSharedBytes = kBarrierOffset + 8 * sizeof(uint64_t) + 1024;
+  static constexpr size_t kSharedBytes = kBarrierOffset + 10 * sizeof(uint64_t) + 1024;
   static_assert(D == 64 || D == 128, "one or two 64-column blocks");
   static_assert(kBlockN == 64 || kBlockN == 128, "wgmma N of the score tile");
 };
@@ -48,7 +51,7 @@ struct AttnMaps {
 template <class Tile, class T>
 __device__ void produce_paged(const AttnMaps& maps, const FlashBlock<T>& blk, int64_t tiles, unsigned char* sQ,
                               unsigned char* sK, unsigned char* sV, uint64_t* q_full, uint64_t* k_full,
-                              uint64_t* v_full, uint64_t* empty) {
+                              uint64_t* v_full, uint64_t* k_empty, uint64_t* v_empty) {
   constexpr int D = Tile::D, kBlockN = Tile::kBlockN;
   const int lane = threadIdx.x % 32;
   const KeyPages& pages = maps.pages;
@@ -69,7 +72,10 @@ __device__ void produce_paged(const AttnMaps& maps, const FlashBlock<T>& blk, in
   for (int64_t t = 0; t < tiles; ++t) {
     const int next = fetch(t + 1);  // in flight while this tile is issued
     const int st = int(t & 1);
-    if (t >= 2) sm90::mbarrier_wait(empty + st, unsigned((t >> 1) - 1) & 1u);
+    if (t >= 2) {
+      sm90::mbarrier_wait(k_empty + st, unsigned((t >> 1) - 1) & 1u);
+      sm90::mbarrier_wait(v_empty + st, unsigned((t >> 1) - 1) & 1u);
+    }
     const int key0 = int(blk.kv_begin + t * kBlockN);
     if (lane == 0) {
       sm90::mbarrier_arrive_expect(k_full + st, Tile::kKVBytes);
@@ -118,7 +124,8 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   uint64_t* q_full = bars;  // Q landed
   uint64_t* k_full = bars + 1;  // [2]: K of the stage landed
   uint64_t* v_full = bars + 3;  // [2]: V of the stage landed
-  uint64_t* empty = bars + 5;  // [2]: both consumers are done with the stage
+  uint64_t* k_empty = bars + 5;  // [2]: both consumers are done with the stage's K
+  uint64_t* v_empty = bars + 7;  // [2]: ... and with its V
 
   FlashBlock<typename E::T> blk;
   if (!blk.locate(a, seqs, mask, m_tiles, kBlockM, kBlockN)) return;
@@ -129,7 +136,8 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     for (int st = 0; st < 2; ++st) {
       sm90::mbarrier_init(k_full + st, 1);
       sm90::mbarrier_init(v_full + st, 1);
-      sm90::mbarrier_init(empty + st, 2);
+      sm90::mbarrier_init(k_empty + st, 2);
+      sm90::mbarrier_init(v_empty + st, 2);
     }
     sm90::mbarrier_init_fence();
   }
@@ -140,7 +148,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     // Paged caches take the first warp: its lanes fetch a tile's page indices ahead (one
     // coalesced load a tile, in flight while the previous tile is issued) and load a page each.
     if constexpr (kPaged) {
-      if (threadIdx.x < 32) produce_paged<Tile>(maps, blk, tiles, sQ, sK, sV, q_full, k_full, v_full, empty);
+      if (threadIdx.x < 32) produce_paged<Tile>(maps, blk, tiles, sQ, sK, sV, q_full, k_full, v_full, k_empty, v_empty);
       return;
     }
     if (threadIdx.x != 0) return;
@@ -152,13 +160,14 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
     }
     for (int64_t t = 0; t < tiles; ++t) {
       const int st = int(t & 1);
-      if (t >= 2) sm90::mbarrier_wait(empty + st, unsigned((t >> 1) - 1) & 1u);
       const int key = k_row + int(t) * kBlockN;
+      if (t >= 2) sm90::mbarrier_wait(k_empty + st, unsigned((t >> 1) - 1) & 1u);
       sm90::mbarrier_arrive_expect(k_full + st, Tile::kKVBytes);
       for (int cb = 0; cb < D / 64; ++cb) {
         sm90::tma_load_4d(sK + st * Tile::kKVBytes + cb * kBlockN * 128, &maps.k, cb * 64, int(blk.hk), key, batch,
                           k_full + st);
       }
+      if (t >= 2) sm90::mbarrier_wait(v_empty + st, unsigned((t >> 1) - 1) & 1u);
       sm90::mbarrier_arrive_expect(v_full + st, Tile::kKVBytes);
       for (int cb = 0; cb < D / 64; ++cb) {
         sm90::tma_load_4d(sV + st * Tile::kKVBytes + cb * kBlockN * 128, &maps.v, cb * 64, int(blk.hk), key, batch,
@@ -185,72 +194,102 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   uint32_t p[Tile::kPSteps][4];
   float correction[2];
   auto parity = [](int64_t t) { return unsigned(t >> 1) & 1u; };  // of tile t's stage
-  // S = Q Kᵀ of tile t (issued, not waited for) once its K landed.
+  // S = Q Kᵀ of tile t, issued (its K landed: wait_keys) but not committed or waited for.
+  auto wait_keys = [&](int64_t t) { sm90::mbarrier_wait(k_full + int(t & 1), parity(t)); };
   auto issue_scores = [&](int64_t t) {
-    const int st = int(t & 1);
-    sm90::mbarrier_wait(k_full + st, parity(t));
-    const unsigned char* k_tile = sK + st * Tile::kKVBytes;
-    sm90::fence();
+    const unsigned char* k_tile = sK + int(t & 1) * Tile::kKVBytes;
 #pragma unroll
     for (int kk = 0; kk < Tile::kKSteps; ++kk) {
       const int block = kk / 4, within = (kk % 4) * 32;
       sm90::mma_ss<E, kBlockN>(s, sm90::descriptor(q_rows + block * kBlockM * 128 + within, 16, 1024),
                                sm90::descriptor(k_tile + block * kBlockN * 128 + within, 16, 1024), kk > 0);
     }
-    sm90::commit();
   };
-  // O += P V of tile t (issued, not waited for) once its V landed. In an edge tile, infinities and
-  // NaNs of V are zeroed first, the consumers' 256 threads each taking a share and meeting at a
-  // barrier before either reads the tile; true when there were any, to be added back to the rows
-  // that see them (add_non_finite_values).
-  auto issue_accumulate = [&](int64_t t, const uint32_t(&pt)[Tile::kPSteps][4]) {
-    const int st = int(t & 1);
-    sm90::mbarrier_wait(v_full + st, parity(t));
-    unsigned char* v_tile = sV + st * Tile::kKVBytes;
-    bool non_finite = false;
-    if (blk.edge_tile(int(t * kBlockN), kBlockN)) {  // the same for both consumers
-      bool any = false;
-      for (int c = threadIdx.x - 128; c < Tile::kKVBytes / 16; c += 256) any |= zero_non_finite<E>(v_tile + c * 16);
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the zeros before wgmma reads them
-      non_finite = consumers_any(any);
-    }
-    sm90::pin(o);
-    sm90::fence();
+  // O += P V of tile t, issued (V landed: prepare_values waited).
+  auto issue_accumulate = [&](int64_t t) {
+    const unsigned char* v_tile = sV + int(t & 1) * Tile::kKVBytes;
 #pragma unroll
     for (int kk = 0; kk < Tile::kPSteps; ++kk) {
-      sm90::mma_rs<E, D>(o, pt[kk], sm90::descriptor(v_tile + kk * 16 * 128, kBlockN * 128, 1024));
+      sm90::mma_rs<E, D>(o, p[kk], sm90::descriptor(v_tile + kk * 16 * 128, kBlockN * 128, 1024));
     }
-    sm90::commit();
-    return non_finite;
   };
-  // The scores of tile t (waited for) through the softmax into probabilities pt.
-  auto softmax = [&](int64_t t, uint32_t(&pt)[Tile::kPSteps][4]) {
+  // Waits for tile t's V. In an edge tile, infinities and NaNs of V are zeroed first, the
+  // consumers' 256 threads each taking a share and meeting at a barrier before either reads the
+  // tile; true when there were any, to be added back to the rows that see them
+  // (add_non_finite_values).
+  auto prepare_values = [&](int64_t t) {
+    const int st = int(t & 1);
+    sm90::mbarrier_wait(v_full + st, parity(t));
+    if (!blk.edge_tile(int(t * kBlockN), kBlockN)) return false;  // the same for both consumers
+    unsigned char* v_tile = sV + st * Tile::kKVBytes;
+    bool any = false;
+    for (int c = threadIdx.x - 128; c < Tile::kKVBytes / 16; c += 256) any |= zero_non_finite<E>(v_tile + c * 16);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the zeros before wgmma reads them
+    return consumers_any(any);
+  };
+  // The scores of tile t (waited for) through the softmax into probabilities p.
+  auto softmax = [&](int64_t t) {
     sm90::pin(s);
     online_softmax<kSoftcap, 4>(s, rows, int(t * kBlockN), scale, correction);
 #pragma unroll
-    for (int kk = 0; kk < Tile::kPSteps; ++kk) probabilities_as_a<E>(s, kk, pt[kk]);
+    for (int kk = 0; kk < Tile::kPSteps; ++kk) probabilities_as_a<E>(s, kk, p[kk]);
   };
-  auto release = [&](int64_t t) {  // both consumers' arrivals free the stage for the producer
+  // Both consumers' arrivals free a stage's K or V for the producer.
+  auto release = [&](uint64_t* empty, int64_t t) {
     if (threadIdx.x % 128 == 0) sm90::mbarrier_arrive(empty + int(t & 1));
   };
+  // The consumers take turns at issuing their tile's wgmma (FA3's ping-pong): while one's run on the
+  // tensor cores, the other's softmax runs on the other pipes. Named barrier 2 + c is consumer c's
+  // turn: it waits there (bar.sync) for the other's arrival (bar.arrive), given once its wgmma
+  // are issued. Consumer 0 goes first.
+  auto turn_wait = [&] { asm volatile("bar.sync %0, 256;\n" ::"r"(2 + cw) : "memory"); };
+  auto turn_pass = [&] { asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - cw) : "memory"); };
 
   // The keys [bad_begin, bad_end) (relative to kv_begin) span the edge tiles whose V had
   // non-finite values zeroed; added back once, after the loop (add_non_finite_values).
   int bad_begin = -1, bad_end = -1;
-  sm90::mbarrier_wait(q_full, 0);
-  for (int64_t t = 0; t < tiles; ++t) {
-    issue_scores(t);
-    sm90::wait<0>();
-    softmax(t, p);
+  // Turn t + 1 of a consumer: P V of tile t and, kMore, the scores of tile t + 1, then the softmax
+  // of those. kMore is a template flag: a wgmma under a branch makes ptxas serialise them all.
+  auto turn = [&](int64_t t, auto more_tag) {
+    constexpr bool kMore = decltype(more_tag)::value;
+    const bool non_finite = prepare_values(t);
+    if constexpr (kMore) wait_keys(t + 1);
     rescale(o, correction);
-    const bool non_finite = issue_accumulate(t, p);
+    turn_wait();
+    sm90::pin(o);
+    sm90::fence();
+    issue_accumulate(t);
+    if constexpr (kMore) issue_scores(t + 1);
+    sm90::commit();
+    if (kMore || cw == 0) turn_pass();
     sm90::wait<0>();
     sm90::pin(o);
-    release(t);
+    release(v_empty, t);
     if (non_finite) {  // rare
       if (bad_begin < 0) bad_begin = int(t * kBlockN);
       bad_end = int(t * kBlockN) + kBlockN;
     }
+    if constexpr (kMore) {
+      release(k_empty, t + 1);
+      softmax(t + 1);
+    }
+  };
+  // Turn 0 issues the scores of tile 0; each consumer has tiles + 1 turns, and consumer 1 gives
+  // its first before its first turn, none after its last.
+  sm90::mbarrier_wait(q_full, 0);
+  if (tiles > 0) {
+    if (cw == 1) turn_pass();
+    wait_keys(0);
+    turn_wait();
+    sm90::fence();
+    issue_scores(0);
+    sm90::commit();
+    turn_pass();
+    sm90::wait<0>();
+    release(k_empty, 0);
+    softmax(0);
+    for (int64_t t = 0; t + 1 < tiles; ++t) turn(t, std::true_type{});
+    turn(tiles - 1, std::false_type{});
   }
   if (bad_begin >= 0) {
     const int64_t keys = blk.kv_end - blk.kv_begin;
