@@ -96,8 +96,10 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
     inv_rms[r] = 1.0f / std::sqrt(ss / float(n) + eps);
     coeff[r] = inv_rms[r] * inv_rms[r] * dt / float(n);
   }
+  // dx = inv_rms (dout w - x coeff) as (dout inv_rms) w - x (coeff inv_rms): dout inv_rms also
+  // gives the dweight term (times x), so a vector of a row costs four operations instead of five.
   VF rv[R], cv[R];
-  for (int r = 0; r < R; ++r) rv[r] = hn::Set(df, inv_rms[r]), cv[r] = hn::Set(df, coeff[r]);
+  for (int r = 0; r < R; ++r) rv[r] = hn::Set(df, inv_rms[r]), cv[r] = hn::Set(df, coeff[r] * inv_rms[r]);
   const bool has_res = g.dres[0] != nullptr;
   const bool separate = has_res && g.dres[0] != g.dx[0];  // the residual's gradient in a tensor of its own
   // dx of row r at two vectors from column k (in pair order, the weight, terms and partial too),
@@ -119,8 +121,9 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
         if (has_res) res[0] = load_f32<E>(g.dres[r] + k);
       }
       for (int u = 0; u < kVectors; ++u) {
-        terms[u] = hn::MulAdd(hn::Mul(dv[u], xv[u]), rv[r], terms[u]);
-        d[u] = hn::Mul(rv[r], hn::NegMulAdd(xv[u], cv[r], hn::Mul(dv[u], w[u])));
+        const VF scaled = hn::Mul(dv[u], rv[r]);
+        terms[u] = hn::MulAdd(scaled, xv[u], terms[u]);
+        d[u] = hn::NegMulAdd(xv[u], cv[r], hn::Mul(scaled, w[u]));
         if (has_res) d[u] = hn::Add(d[u], res[u]);
       }
       if constexpr (kPair) {
@@ -145,8 +148,9 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
     float terms = 0.0f;
     for (int r = 0; r < R; ++r) {
       const float xv = E::load(g.x[r][i]), dv = E::load(g.dout[r][i]);
-      terms += dv * xv * inv_rms[r];
-      float d = inv_rms[r] * (dv * weight[i] - xv * coeff[r]);
+      const float scaled = dv * inv_rms[r];
+      terms += scaled * xv;
+      float d = scaled * weight[i] - xv * (coeff[r] * inv_rms[r]);
       if (has_res) {
         d += E::load(g.dres[r][i]);
         g.dres[r][i] = E::store(d);
