@@ -76,6 +76,36 @@ __device__ inline void pin(float (&d)[kTiles][4]) {
   "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "  \
   "%56, %57, %58, %59, %60, %61, %62, %63}"
 
+// The wgmma instructions below for the input type AB ("bf16" or "f16"): with A and B in shared
+// memory (SS) or A in registers (RS), N = 64 or 128 accumulator columns.
+#define XHAL_WG_SS64(AB)                                                                                               \
+  asm volatile(                                                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                     \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." AB "." AB " " XHAL_WG_REGS32 ", %32, %33, p, 1, 1, %35, %36;\n}\n" \
+      : XHAL_WG_TILES8(d, kFirst)                                                                                      \
+      : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB))
+#define XHAL_WG_SS128(AB)                                                         \
+  asm volatile(                                                                   \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." AB "." AB " " XHAL_WG_REGS64 \
+      ", %64, %65, p, 1, 1, %67, %68;\n}\n"                                       \
+      : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)                  \
+      : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB))
+#define XHAL_WG_RS64(AB)                                                         \
+  asm volatile(                                                                  \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                               \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." AB "." AB " " XHAL_WG_REGS32 \
+      ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                            \
+      : XHAL_WG_TILES8(d, kFirst)                                                \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+#define XHAL_WG_RS128(AB)                                                         \
+  asm volatile(                                                                   \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." AB "." AB " " XHAL_WG_REGS64 \
+      ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                             \
+      : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)                  \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+
 // d (tiles [kFirst, kFirst + N / 8)) = A B (+ d when accumulate), A 64x16 and B Nx16 in shared
 // memory, N = 64 or 128. K-major by default; kTransA / kTransB = 1 read A / B MN-major (A stored
 // as rows of K along M, B as rows of K along N: the transposes of the K-major forms).
@@ -84,30 +114,15 @@ __device__ inline void mma_ss(float (&d)[kTiles][4], uint64_t a, uint64_t b, boo
   static_assert(N == 64 || N == 128, "wgmma shapes used here");
   static_assert(kFirst + N / 8 <= kTiles, "accumulator tiles");
 #if XHAL_WGMMA_DEVICE
-  if constexpr (N == 64 && E::kDType == XHAL_DTYPE_BF16) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32 ", %32, %33, p, 1, 1, %35, %36;\n}\n"
-        : XHAL_WG_TILES8(d, kFirst)
-        : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB));
+  constexpr bool kBf16 = E::kDType == XHAL_DTYPE_BF16;
+  if constexpr (N == 64 && kBf16) {
+    XHAL_WG_SS64("bf16");
   } else if constexpr (N == 64) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32 ", %32, %33, p, 1, 1, %35, %36;\n}\n"
-        : XHAL_WG_TILES8(d, kFirst)
-        : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB));
-  } else if constexpr (E::kDType == XHAL_DTYPE_BF16) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " XHAL_WG_REGS64 ", %64, %65, p, 1, 1, %67, %68;\n}\n"
-        : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
-        : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB));
+    XHAL_WG_SS64("f16");
+  } else if constexpr (kBf16) {
+    XHAL_WG_SS128("bf16");
   } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " XHAL_WG_REGS64 ", %64, %65, p, 1, 1, %67, %68;\n}\n"
-        : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
-        : "l"(a), "l"(b), "r"(int(accumulate)), "n"(kTransA), "n"(kTransB));
+    XHAL_WG_SS128("f16");
   }
 #endif
 }
@@ -119,38 +134,23 @@ __device__ inline void mma_rs(float (&d)[kTiles][4], const uint32_t (&a)[4], uin
   static_assert(N == 64 || N == 128, "wgmma shapes used here");
   static_assert(kFirst + N / 8 <= kTiles, "accumulator tiles");
 #if XHAL_WGMMA_DEVICE
-  if constexpr (N == 64 && E::kDType == XHAL_DTYPE_BF16) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " XHAL_WG_REGS32
-        ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-        : XHAL_WG_TILES8(d, kFirst)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+  constexpr bool kBf16 = E::kDType == XHAL_DTYPE_BF16;
+  if constexpr (N == 64 && kBf16) {
+    XHAL_WG_RS64("bf16");
   } else if constexpr (N == 64) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " XHAL_WG_REGS32
-        ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-        : XHAL_WG_TILES8(d, kFirst)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-  } else if constexpr (E::kDType == XHAL_DTYPE_BF16) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " XHAL_WG_REGS64
-        ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-        : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+    XHAL_WG_RS64("f16");
+  } else if constexpr (kBf16) {
+    XHAL_WG_RS128("bf16");
   } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " XHAL_WG_REGS64
-        ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-        : XHAL_WG_TILES8(d, kFirst), XHAL_WG_TILES8(d, kFirst + 8)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+    XHAL_WG_RS128("f16");
   }
 #endif
 }
 
+#undef XHAL_WG_SS64
+#undef XHAL_WG_SS128
+#undef XHAL_WG_RS64
+#undef XHAL_WG_RS128
 #undef XHAL_WG_TILE
 #undef XHAL_WG_TILES8
 #undef XHAL_WG_REGS32
