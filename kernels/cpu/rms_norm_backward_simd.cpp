@@ -32,6 +32,10 @@ namespace xhal::cpu::HWY_NAMESPACE {
 // same L1 sets.)
 constexpr int kGroup = 2;
 
+// The residual's gradient: none (rms_norm_backward), dx itself, or a tensor of its own. A template
+// argument, so that the loops carry no test of it (-O2 does not unswitch them).
+enum class Residual { none, in_place, separate };
+
 // The rows of one group: pointers to each row's start (dres null without a residual gradient).
 template <class S>
 struct RowGroup {
@@ -58,7 +62,7 @@ void fetch_next_lines(const RowGroup<S>& next, int64_t column) {
 // R rows (R <= kGroup): dx (and the residual's gradient) written, their dweight terms added to
 // `partial`, while the next group's rows are fetched (next: null for the last group). dx == dres
 // (in place) is written once. kStream: streaming stores for dx.
-template <class E, bool kStream, int R>
+template <class E, bool kStream, int R, Residual kRes>
 void backward_group(const RowGroup<typename E::Storage>& g, const float* weight, int64_t n, float eps, float* partial,
                     const RowGroup<typename E::Storage>* next) {
   const DF df;
@@ -100,8 +104,7 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
   // gives the dweight term (times x), so a vector of a row costs four operations instead of five.
   VF rv[R], cv[R];
   for (int r = 0; r < R; ++r) rv[r] = hn::Set(df, inv_rms[r]), cv[r] = hn::Set(df, coeff[r] * inv_rms[r]);
-  const bool has_res = g.dres[0] != nullptr;
-  const bool separate = has_res && g.dres[0] != g.dx[0];  // the residual's gradient in a tensor of its own
+  constexpr bool has_res = kRes != Residual::none, separate = kRes == Residual::separate;
   // dx of row r at two vectors from column k (in pair order, the weight, terms and partial too),
   // or at one (kPair false, in column order); with two, a whole cache line of 16-bit elements on
   // AVX-512, read before any of it is written and written at once (a streamed line leaves its
@@ -115,22 +118,22 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
       VF xv[kVectors], dv[kVectors], res[kVectors], d[kVectors];
       if constexpr (kPair) {
         load2_f32<E>(g.x[r] + k, xv[0], xv[1]), load2_f32<E>(g.dout[r] + k, dv[0], dv[1]);
-        if (has_res) load2_f32<E>(g.dres[r] + k, res[0], res[1]);
+        if constexpr (has_res) load2_f32<E>(g.dres[r] + k, res[0], res[1]);
       } else {
         xv[0] = load_f32<E>(g.x[r] + k), dv[0] = load_f32<E>(g.dout[r] + k);
-        if (has_res) res[0] = load_f32<E>(g.dres[r] + k);
+        if constexpr (has_res) res[0] = load_f32<E>(g.dres[r] + k);
       }
       for (int u = 0; u < kVectors; ++u) {
         const VF scaled = hn::Mul(dv[u], rv[r]);
         terms[u] = hn::MulAdd(scaled, xv[u], terms[u]);
         d[u] = hn::NegMulAdd(xv[u], cv[r], hn::Mul(scaled, w[u]));
-        if (has_res) d[u] = hn::Add(d[u], res[u]);
+        if constexpr (has_res) d[u] = hn::Add(d[u], res[u]);
       }
       if constexpr (kPair) {
-        if (separate) store2_f32<E, false, NaNs::from_bf16>(d[0], d[1], g.dres[r] + k);
+        if constexpr (separate) store2_f32<E, false, NaNs::from_bf16>(d[0], d[1], g.dres[r] + k);
         store2_f32<E, kStream, NaNs::from_bf16>(d[0], d[1], g.dx[r] + k);
       } else {
-        if (separate) store_f32<E, false, NaNs::from_bf16>(d[0], g.dres[r] + k);
+        if constexpr (separate) store_f32<E, false, NaNs::from_bf16>(d[0], g.dres[r] + k);
         store_f32<E, kStream, NaNs::from_bf16>(d[0], g.dx[r] + k);
       }
     }
@@ -151,13 +154,26 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
       const float scaled = dv * inv_rms[r];
       terms += scaled * xv;
       float d = scaled * weight[i] - xv * (coeff[r] * inv_rms[r]);
-      if (has_res) {
+      if constexpr (has_res) {
         d += E::load(g.dres[r][i]);
         g.dres[r][i] = E::store(d);
       }
       g.dx[r][i] = E::store(d);
     }
     partial[i] += terms;
+  }
+}
+
+// backward_group for R rows with the stream choice and the residual's kind (streaming only where the
+// residual's gradient, if any, is dx itself).
+template <class E, int R>
+auto group_function(bool stream, Residual res) {
+  switch (res) {
+    case Residual::none:
+      return stream ? backward_group<E, true, R, Residual::none> : backward_group<E, false, R, Residual::none>;
+    case Residual::in_place:
+      return stream ? backward_group<E, true, R, Residual::in_place> : backward_group<E, false, R, Residual::in_place>;
+    default: return backward_group<E, false, R, Residual::separate>;
   }
 }
 
@@ -180,8 +196,11 @@ bool backward_rows_typed(const xhal_op_call* c) {
   // Streaming stores for dx when it is large and the residual's gradient, if any, is dx itself.
   const DLTensor* dx_tensor = c->tensors[XHAL_RMS_NORM_BACKWARD_DX];
   const bool stream = should_stream<E>(dx_tensor) && (!dresidual || dresidual.data == dx.data);
-  const auto group_fn = stream ? backward_group<E, true, kGroup> : backward_group<E, false, kGroup>;
-  const auto row_fn = stream ? backward_group<E, true, 1> : backward_group<E, false, 1>;
+  const Residual res = !dresidual                  ? Residual::none
+                       : dresidual.data == dx.data ? Residual::in_place
+                                                   : Residual::separate;
+  const auto group_fn = group_function<E, kGroup>(stream, res);
+  const auto row_fn = group_function<E, 1>(stream, res);
   // The group of rows from `row` on (rows past `end` repeat the last one, never touched).
   auto group_at = [&](int64_t row, int64_t end) {
     RowGroup<S> g;
