@@ -89,6 +89,9 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
       dot[r] = hn::MulAdd(hn::Mul(load_f32<E>(g.dout[r] + i), w), xv, dot[r]);
     }
   }
+  // dx = inv_rms (dout w - x c) with c = inv_rms^2 dot / n, computed as (dout inv_rms) w - x coeff
+  // with coeff = inv_rms c: dout inv_rms also gives the dweight term (times x), so a vector of a
+  // row costs four operations instead of five.
   float inv_rms[R], coeff[R];
   for (int r = 0; r < R; ++r) {
     float ss = hn::GetLane(hn::SumOfLanes(df, sumsq[r])), dt = hn::GetLane(hn::SumOfLanes(df, dot[r]));
@@ -98,12 +101,10 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
       dt += E::load(g.dout[r][k]) * weight[k] * xv;
     }
     inv_rms[r] = 1.0f / std::sqrt(ss / float(n) + eps);
-    coeff[r] = inv_rms[r] * inv_rms[r] * dt / float(n);
+    coeff[r] = inv_rms[r] * inv_rms[r] * inv_rms[r] * dt / float(n);
   }
-  // dx = inv_rms (dout w - x coeff) as (dout inv_rms) w - x (coeff inv_rms): dout inv_rms also
-  // gives the dweight term (times x), so a vector of a row costs four operations instead of five.
   VF rv[R], cv[R];
-  for (int r = 0; r < R; ++r) rv[r] = hn::Set(df, inv_rms[r]), cv[r] = hn::Set(df, coeff[r] * inv_rms[r]);
+  for (int r = 0; r < R; ++r) rv[r] = hn::Set(df, inv_rms[r]), cv[r] = hn::Set(df, coeff[r]);
   constexpr bool has_res = kRes != Residual::none, separate = kRes == Residual::separate;
   // dx of row r at two vectors from column k (in pair order, the weight, terms and partial too),
   // or at one (kPair false, in column order); with two, a whole cache line of 16-bit elements on
@@ -153,7 +154,7 @@ void backward_group(const RowGroup<typename E::Storage>& g, const float* weight,
       const float xv = E::load(g.x[r][i]), dv = E::load(g.dout[r][i]);
       const float scaled = dv * inv_rms[r];
       terms += scaled * xv;
-      float d = scaled * weight[i] - xv * (coeff[r] * inv_rms[r]);
+      float d = scaled * weight[i] - xv * coeff[r];
       if constexpr (has_res) {
         d += E::load(g.dres[r][i]);
         g.dres[r][i] = E::store(d);
@@ -193,12 +194,11 @@ bool backward_rows_typed(const xhal_op_call* c) {
   std::vector<float> weight(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) weight[size_t(i)] = E::load(w.data[i]);
   to_pair_order<E>(weight.data(), weight.data(), n);
-  // Streaming stores for dx when it is large and the residual's gradient, if any, is dx itself.
-  const DLTensor* dx_tensor = c->tensors[XHAL_RMS_NORM_BACKWARD_DX];
-  const bool stream = should_stream<E>(dx_tensor) && (!dresidual || dresidual.data == dx.data);
   const Residual res = !dresidual                  ? Residual::none
                        : dresidual.data == dx.data ? Residual::in_place
                                                    : Residual::separate;
+  // Streaming stores for dx when it is large and the residual's gradient, if any, is dx itself.
+  const bool stream = should_stream<E>(c->tensors[XHAL_RMS_NORM_BACKWARD_DX]) && res != Residual::separate;
   const auto group_fn = group_function<E, kGroup>(stream, res);
   const auto row_fn = group_function<E, 1>(stream, res);
   // The group of rows from `row` on (rows past `end` repeat the last one, never touched).
