@@ -178,14 +178,18 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   }
 
   sm90::registers_increase<240>();
-  const int cw = wg - 1;  // consumer 0 or 1
+  // Consumer 0 or 1, from lane 0 so that the compiler sees a warp-uniform value: the descriptors
+  // below then live in the uniform registers wgmma reads.
+  const int cw = __shfl_sync(0xffffffffu, wg - 1, 0);
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int64_t first_row = blk.i0 + cw * 64 + warp * 16 + lane / 4;
   const int64_t row_index[2] = {first_row, first_row + 8};
   SoftmaxRows rows;
   rows.set_ranges(mask, row_index, blk.Sq, blk.Sk, blk.kv_begin);
   const ScoreScale scale(mask);
-  const unsigned char* q_rows = sQ + cw * 64 * 128;
+  // The descriptors of this consumer's Q rows and of stage 0's K and V (V read MN-major).
+  const uint64_t q_desc = sm90::descriptor(sQ + cw * 64 * 128, 16, 1024);
+  const uint64_t k_desc = sm90::descriptor(sK, 16, 1024), v_desc = sm90::descriptor(sV, kBlockN * 128, 1024);
 
   float o[Tile::kOTiles][4];
 #pragma unroll
@@ -197,21 +201,19 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   // S = Q Kᵀ of tile t, issued (its K landed: wait_keys) but not committed or waited for.
   auto wait_keys = [&](int64_t t) { sm90::mbarrier_wait(k_full + int(t & 1), parity(t)); };
   auto issue_scores = [&](int64_t t) {
-    const unsigned char* k_tile = sK + int(t & 1) * Tile::kKVBytes;
+    const uint64_t k_tile = sm90::advance(k_desc, int(t & 1) * Tile::kKVBytes);
 #pragma unroll
     for (int kk = 0; kk < Tile::kKSteps; ++kk) {
       const int block = kk / 4, within = (kk % 4) * 32;
-      sm90::mma_ss<E, kBlockN>(s, sm90::descriptor(q_rows + block * kBlockM * 128 + within, 16, 1024),
-                               sm90::descriptor(k_tile + block * kBlockN * 128 + within, 16, 1024), kk > 0);
+      sm90::mma_ss<E, kBlockN>(s, sm90::advance(q_desc, block * kBlockM * 128 + within),
+                               sm90::advance(k_tile, block * kBlockN * 128 + within), kk > 0);
     }
   };
   // O += P V of tile t, issued (V landed: prepare_values waited).
   auto issue_accumulate = [&](int64_t t) {
-    const unsigned char* v_tile = sV + int(t & 1) * Tile::kKVBytes;
+    const uint64_t v_tile = sm90::advance(v_desc, int(t & 1) * Tile::kKVBytes);
 #pragma unroll
-    for (int kk = 0; kk < Tile::kPSteps; ++kk) {
-      sm90::mma_rs<E, D>(o, p[kk], sm90::descriptor(v_tile + kk * 16 * 128, kBlockN * 128, 1024));
-    }
+    for (int kk = 0; kk < Tile::kPSteps; ++kk) sm90::mma_rs<E, D>(o, p[kk], sm90::advance(v_tile, kk * 16 * 128));
   };
   // Waits for tile t's V. In an edge tile, infinities and NaNs of V are zeroed first, the
   // consumers' 256 threads each taking a share and meeting at a barrier before either reads the

@@ -37,6 +37,11 @@ __device__ inline uint64_t descriptor(const void* p, uint32_t leading_bytes, uin
          uint64_t((stride_bytes >> 4) & 0x3FFFu) << 32 | uint64_t(1) << 62;
 }
 
+// A descriptor moved on by `bytes` (a multiple of 16) within its tile: the address field counts
+// 16-byte units and cannot carry into the offsets, shared memory addresses being below 2^18. A
+// kernel computes its tiles' descriptors once and each wgmma's as one of these plus a constant.
+__device__ inline uint64_t advance(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+
 // Orders this thread's earlier register and shared-memory accesses before the wgmma that follow.
 __device__ inline void fence() {
 #if XHAL_WGMMA_DEVICE
