@@ -928,15 +928,15 @@ def print_table(ctx, device_name):
 
 def case_shapes(d, quick):
     """The sizes each op runs at: the elementwise ops' [M, N], rope's tokens, attention's (B, H, S),
-    paged decode's (B, context) and linear's (M, N, K). On the CPU those of xhal-bench's CPU cases
+    paged decode's (B, context) pairs and linear's (M, N, K). On the CPU those of xhal-bench's CPU cases
     (elementwise tensors of 256 MiB, far beyond the last-level cache)."""
     if on_cuda():
         return dict(elementwise=[(16384 // d, 4096), (65536 // d, 8192)], rope=[16384 // d, 65536 // d],
-                    attention=(4, 32, 1024 if quick else 4096), paged=(64, 4096 // d),
+                    attention=(4, 32, 1024 if quick else 4096), paged=[(64, 4096 // d), (1, 131072 // d)],
                     cross_entropy=(8192 // d, 128256), serving_tokens=16384 // d,
                     linear=[(8192 // d, 8192, 8192)])
     return dict(elementwise=[(16384 // d, 8192)], rope=[16384 // d],
-                attention=(1, 16, 512 if quick else 2048), paged=(16, 4096 // d),
+                attention=(1, 16, 512 if quick else 2048), paged=[(16, 4096 // d)],
                 cross_entropy=(1024 // d, 128256), serving_tokens=16384 // d,
                 linear=[(4096 // d, 4096, 4096), (1, 28672, 4096)])  # the last: a decode step
 
@@ -998,8 +998,8 @@ def run_cases(ctx, shapes):
     for M, N in shapes["elementwise"]:
         section(ctx, "add", f"{M}x{N}", case_binary, M, N, "add", False)
         section(ctx, "mul", f"{M}x{N} by a row", case_binary, M, N, "mul", True)
-    B, L = shapes["paged"]
-    section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
+    for B, L in shapes["paged"]:  # a batch, and one long sequence whose keys alone fill the GPU
+        section(ctx, "paged_attention", f"B{B} H32/8 L{L} D128", case_paged, B, 32, 8, L, 128)
     for M, N, K in shapes["linear"]:
         section(ctx, "linear", f"{M}x{N}x{K}+b", case_linear, M, N, K)
     for M, N, K in shapes["linear"]:

@@ -7,6 +7,7 @@
 // (docs/ops.md).
 #include "attention_generic.cuh"
 #include "kernels/fp8_cache_call.hpp"
+#include "kernels/split_kv_plan.hpp"
 #include "paged_decode.cuh"
 #include "paged_decode_fp8.cuh"
 #include "paged_decode_mma.cuh"
@@ -95,54 +96,56 @@ const char* decode_supports(void*, const xhal_op_call* c) {
 // (fp8_decode_supports).
 template <class E, bool kFp8 = false>
 struct PagedDecode {
-#if !defined(__HIPCC__)
+  // A decode kernel and its dynamic shared bytes; kernel == nullptr when none takes the call.
+  struct Launch {
+    void (*kernel)(PagedDecodeArgs) = nullptr;
+    size_t shared = 0;
+  };
   // Decode kernels need more than the default 48 KiB of shared memory: allow what a block may have
   // (once for each kernel).
   template <void (*Kernel)(PagedDecodeArgs)>
-  static void launch(const PagedDecodeArgs& a, dim3 grid, size_t shared, gpuStream_t stream) {
+  static Launch with(size_t shared) {
     static const bool raised = (allow_shared_bytes(Kernel, kMaxDynamicSharedBytes), true);
     (void)raised;
-    Kernel<<<grid, kDecodeThreads, shared, stream>>>(a);
+    return {Kernel, shared};
   }
+#if !defined(__HIPCC__)
   template <int D>
-  static void launch_mma_dim(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
-    launch<paged_decode_mma_kernel<E, D, D>>(a, grid, paged_decode_mma_shared_bytes(D, D), stream);
-  }
-  template <int D, int NT>
-  static void launch_fp8_dim(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
-    launch<paged_decode_fp8_kernel<E, D, NT>>(a, grid, paged_decode_fp8_shared_bytes(D, a.group), stream);
+  static Launch mma_dim() {
+    return with<paged_decode_mma_kernel<E, D, D>>(paged_decode_mma_shared_bytes(D, D));
   }
   template <int NT>
-  static bool launch_fp8(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
+  static Launch fp8(const PagedDecodeArgs& a) {
     switch (a.D) {
-      case 64: launch_fp8_dim<64, NT>(a, grid, stream); return true;
-      case 128: launch_fp8_dim<128, NT>(a, grid, stream); return true;
-      case 256: launch_fp8_dim<256, NT>(a, grid, stream); return true;
-      default: return false;
+      case 64: return with<paged_decode_fp8_kernel<E, 64, NT>>(paged_decode_fp8_shared_bytes(64, a.group));
+      case 128: return with<paged_decode_fp8_kernel<E, 128, NT>>(paged_decode_fp8_shared_bytes(128, a.group));
+      case 256: return with<paged_decode_fp8_kernel<E, 256, NT>>(paged_decode_fp8_shared_bytes(256, a.group));
+      default: return {};
     }
   }
 #endif
-  // The tensor-core kernel when it applies; false when the SIMT kernel must run.
-  static bool launch_mma(const PagedDecodeArgs& a, dim3 grid, gpuStream_t stream) {
+  // The tensor-core kernel when it applies, else the SIMT one (16-bit caches) or none (fp8).
+  static Launch pick(const PagedDecodeArgs& a) {
 #if !defined(__HIPCC__)
     if constexpr (kFp8) {
-      if (a.group > kFp8DecodeMaxGroup || a.D != a.Dv || a.block_shift < 0) return false;
-      return a.group > 8 ? launch_fp8<2>(a, grid, stream) : launch_fp8<1>(a, grid, stream);
-    } else {
-      if (a.group > kMmaDecodeMaxGroup || a.D != a.Dv || a.block_shift < 0) return false;
+      if (a.group > kFp8DecodeMaxGroup || a.D != a.Dv || a.block_shift < 0) return {};
+      return a.group > 8 ? fp8<2>(a) : fp8<1>(a);
+    } else if (a.group <= kMmaDecodeMaxGroup && a.D == a.Dv && a.block_shift >= 0) {
       switch (a.D) {
-        case 64: launch_mma_dim<64>(a, grid, stream); return true;
-        case 80: launch_mma_dim<80>(a, grid, stream); return true;
-        case 96: launch_mma_dim<96>(a, grid, stream); return true;
-        case 128: launch_mma_dim<128>(a, grid, stream); return true;
-        case 256: launch_mma_dim<256>(a, grid, stream); return true;
-        default: return false;
+        case 64: return mma_dim<64>();
+        case 80: return mma_dim<80>();
+        case 96: return mma_dim<96>();
+        case 128: return mma_dim<128>();
+        case 256: return mma_dim<256>();
+        default: break;
       }
     }
-#else
-    (void)a, (void)grid, (void)stream;
-    return false;
 #endif
+    if constexpr (kFp8) {
+      return {};
+    } else {
+      return with<paged_decode_kernel<E>>(paged_decode_shared_bytes(a.group, a.D, a.Dv, sizeof(typename E::T)));
+    }
   }
 
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
@@ -173,16 +176,17 @@ struct PagedDecode {
       a.k_scale = static_cast<const float*>(ks->data), a.k_scale_per_head = ks->shape[0] > 1;
       a.v_scale = static_cast<const float*>(vs->data), a.v_scale_per_head = vs->shape[0] > 1;
     }
-    // Split the longest possible context so that at least four blocks per multiprocessor are
-    // launched (several waves keep the tail of the last one short), each split keeping at least
-    // 256 keys. The fp8 kernel's blocks are shorter (half the bytes a key) and four fit on a
-    // multiprocessor: sixteen a multiprocessor keep its last wave as short.
-    const int64_t max_len = a.max_blocks * a.block_size, blocks_per_sm = kFp8 ? 16 : 4;
-    const int64_t want = (blocks_per_sm * multiprocessor_count(c->device) + B * Hkv - 1) / (B * Hkv);
-    const int64_t most = std::max<int64_t>(1, max_len / 256);
-    a.splits = std::max<int64_t>(1, std::min(want, most));
-    a.keys_per_split = ((max_len + a.splits - 1) / a.splits + kTileKeys - 1) / kTileKeys * kTileKeys;
-    a.splits = std::max<int64_t>(1, (max_len + a.keys_per_split - 1) / a.keys_per_split);
+    const Launch launch = pick(a);
+    if (launch.kernel == nullptr) {  // fp8_decode_supports admits only the tensor-core shapes
+      return kernels::kernel_error(msg, len, XHAL_ERR_INTERNAL,
+                                   "paged decode over an fp8 cache: no kernel for head dim %lld", (long long)a.D);
+    }
+    // Cut the longest possible context into pieces of at least 256 keys so that the grid fills
+    // its waves (kernels/split_kv_plan.hpp).
+    const kernels::SplitKvPlan plan =
+        kernels::plan_split_kv(B * Hkv, a.max_blocks * a.block_size, kTileKeys, 256,
+                               resident_blocks(launch.kernel, kDecodeThreads, launch.shared, c->device));
+    a.splits = plan.splits, a.keys_per_split = plan.keys_per_split;
 
     void* scratch = nullptr;
     const size_t part_bytes = size_t(B * Hq * a.splits) * (size_t(a.Dv) + 1) * sizeof(float);
@@ -197,19 +201,10 @@ struct PagedDecode {
     }
     auto stream = static_cast<gpuStream_t>(c->stream);
     const dim3 grid(unsigned(a.splits), unsigned(Hkv), unsigned(B));
-    const bool on_tensor_cores = launch_mma(a, grid, stream);
-    if constexpr (kFp8) {
-      if (!on_tensor_cores) {  // fp8_decode_supports admits only the tensor-core shapes
-        if (scratch != nullptr) c->host->scratch_free(c->host->ctx, c->device, scratch);
-        return kernels::kernel_error(msg, len, XHAL_ERR_INTERNAL,
-                                     "paged decode over an fp8 cache: no kernel for head dim %lld", (long long)a.D);
-      }
-    } else if (!on_tensor_cores) {
-      const size_t shared = paged_decode_shared_bytes(a.group, a.D, a.Dv, sizeof(typename E::T));
-      allow_shared_bytes(paged_decode_kernel<E>, kMaxDynamicSharedBytes);
-      paged_decode_kernel<E><<<grid, kDecodeThreads, shared, stream>>>(a);
+    launch.kernel<<<grid, kDecodeThreads, launch.shared, stream>>>(a);
+    if (a.splits > 1) {
+      paged_decode_merge_kernel<E><<<unsigned(B * Hq), paged_decode_merge_threads(a.splits, a.Dv), 0, stream>>>(a);
     }
-    if (a.splits > 1) paged_decode_merge_kernel<E><<<unsigned(B * Hq), 128, 0, stream>>>(a);
     const xhal_status status = launch_status(msg, len, "paged decode");
     if (scratch != nullptr) c->host->scratch_free(c->host->ctx, c->device, scratch);
     return status;

@@ -13,6 +13,7 @@
 #include "attention_layout.cuh"
 
 #include "async_copy.cuh"
+#include "kernels/split_kv_plan.hpp"
 
 namespace xhal::gpu {
 
@@ -174,6 +175,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
       sS[g * kTileKeys + lane] = p0;
       if (kWarpSize < kTileKeys) sS[g * kTileKeys + lane + kWarpSize] = p1;
       const float sum = warp_sum(p0 + (kWarpSize < kTileKeys ? p1 : 0.0f));
+      warp_sync();  // every lane has read sMax[g] before lane 0 writes it
       if (lane == 0) {
         const float correction = exp2f(m_old - base);
         sCorr[g] = correction;
@@ -222,22 +224,62 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
   }
 }
 
-// Merges the splits of each (sequence, query head): weights exp(lse_s - lse), one block each.
+inline constexpr int kMergeMaxThreads = 512;
+// The merge's block: a float4 load for every thread (each split's row in Dv / 4 of them), 128 to 512.
+inline int paged_decode_merge_threads(int64_t splits, int64_t Dv) {
+  const int64_t loads = (splits * (Dv / 4) + kWarpSize - 1) / kWarpSize * kWarpSize;
+  return int(loads < 128 ? 128 : (loads > kMergeMaxThreads ? kMergeMaxThreads : loads));
+}
+
+// Merges the splits of each (sequence, query head), one block each: weights exp(lse_s - lse). Every
+// step is spread over the threads: the splits' max and weights (into shared memory), then groups of
+// Dv/4 threads (a float4 of the row each) that take every groups-th split's row, their sums
+// meeting in shared memory. The block is as large as the rows' float4s (up to 512 threads), so
+// one long sequence's dozens of rows load at once: a walk over the splits in each thread waits
+// for one row at a time (ten microseconds for 49 splits).
 template <class E>
-__global__ void paged_decode_merge_kernel(PagedDecodeArgs a) {
+__global__ void __launch_bounds__(kMergeMaxThreads) paged_decode_merge_kernel(PagedDecodeArgs a) {
+  __shared__ float weights[kernels::kMaxSplitKvPieces];
+  __shared__ float4 group_sums[kMergeMaxThreads];
+  __shared__ float scratch[kMergeMaxThreads / kWarpSize];
+  const int threads = int(blockDim.x);
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq;
   const float* lse = a.part_lse + bh * a.splits;
   // A NaN partial (its scores NaN) makes the result NaN: the max must not pass over it.
-  float m = -INFINITY;
-  for (int64_t s = 0; s < a.splits; ++s) m = isnan(lse[s]) || isnan(m) ? NAN : fmaxf(m, lse[s]);
+  float m = -INFINITY, nans = 0.0f;
+  for (int64_t s = threadIdx.x; s < a.splits; s += threads) {
+    const float l = lse[s];
+    weights[s] = l;
+    m = fmaxf(m, l), nans += isnan(l) ? 1.0f : 0.0f;
+  }
+  m = block_max(m, scratch);
+  if (block_sum(nans, scratch) > 0.0f) m = NAN;
   float total = 0.0f;
-  for (int64_t s = 0; s < a.splits; ++s) total += m == -INFINITY ? 0.0f : __expf(lse[s] - m);
-  typename E::T* orow = static_cast<typename E::T*>(a.out) + b * a.o_batch + h * a.o_head;
-  for (int64_t d = threadIdx.x; d < a.Dv; d += blockDim.x) {
-    float v = 0.0f;
-    for (int64_t s = 0; s < a.splits; ++s) {
-      if (lse[s] != -INFINITY) v += __expf(lse[s] - m) * a.part_out[(bh * a.splits + s) * a.Dv + d];
+  for (int64_t s = threadIdx.x; s < a.splits; s += threads) {
+    const float l = weights[s], w = l == -INFINITY ? 0.0f : __expf(l - m);
+    weights[s] = w, total += w;
+  }
+  total = block_sum(total, scratch);  // its barriers also publish the weights
+
+  const int chunks = int(a.Dv / 4), groups = threads / chunks;  // Dv <= 256: two groups or more
+  const int group = int(threadIdx.x) / chunks, chunk = int(threadIdx.x) % chunks;
+  float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (group < groups) {
+    const float4* rows = reinterpret_cast<const float4*>(a.part_out + bh * a.splits * a.Dv) + chunk;
+#pragma unroll 4
+    for (int64_t s = group; s < a.splits; s += groups) {
+      const float4 p = rows[s * chunks];
+      const float w = weights[s];
+      if (w != 0.0f) sum.x += w * p.x, sum.y += w * p.y, sum.z += w * p.z, sum.w += w * p.w;
     }
+  }
+  group_sums[threadIdx.x] = sum;
+  __syncthreads();
+  const float* sums = reinterpret_cast<const float*>(group_sums);  // [groups][Dv]
+  typename E::T* orow = static_cast<typename E::T*>(a.out) + b * a.o_batch + h * a.o_head;
+  for (int64_t d = threadIdx.x; d < a.Dv; d += threads) {
+    float v = 0.0f;
+    for (int g = 0; g < groups; ++g) v += sums[g * a.Dv + d];
     orow[d] = E::store(total == 0.0f ? 0.0f : v / total);
   }
 }

@@ -90,15 +90,19 @@ __device__ inline float warp_max(float v) {
   return v;
 }
 
-// Sum over a whole block; `scratch` holds one float per warp. All threads get the result.
-__device__ inline float block_sum(float v, float* scratch) {
+// Sum (or max, kMax) over a whole block; `scratch` holds one float per warp. All threads get the
+// result.
+template <bool kMax = false>
+__device__ inline float block_reduce(float v, float* scratch) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int warps = (blockDim.x + kWarpSize - 1) / kWarpSize;
-  v = warp_sum(v);
+  v = kMax ? warp_max(v) : warp_sum(v);
   __syncthreads();  // scratch may still be read by a previous call
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  float total = 0.0f;
-  for (int w = 0; w < warps; ++w) total += scratch[w];
-  return total;
+  float result = scratch[0];
+  for (int w = 1; w < warps; ++w) result = kMax ? fmaxf(result, scratch[w]) : result + scratch[w];
+  return result;
 }
+__device__ inline float block_sum(float v, float* scratch) { return block_reduce(v, scratch); }
+__device__ inline float block_max(float v, float* scratch) { return block_reduce<true>(v, scratch); }

@@ -95,6 +95,7 @@ TEST_P(Conformance, PagedAttention) {
                         Case{{50, 9}, 16, 4, 2, 96, {}},  // 2 query heads per kv head
                         Case{{61}, 8, 6, 2, 128, {}},  // 3: padded to 4
                         Case{{1, 1000, 0, 2}, 16, 8, 2, 64, {}},  // splits of the keys, some empty
+                        Case{{4100, 3}, 16, 8, 8, 64, {}},  // a dozen splits or more: the merge's groups loop
                         Case{{}, 16, 4, 1, 64, {}}}) {
     SCOPED_TRACE(fmt::format("seq_lens [{}] block {} Hq {} Hkv {} D {}", fmt::join(c.seq_lens, ","), c.block_size, c.Hq,
                              c.Hkv, c.D));

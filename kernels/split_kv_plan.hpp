@@ -1,0 +1,49 @@
+// How many pieces a decode kernel cuts each sequence's keys into (flash-decoding's split-KV), chosen
+// from the problem and from how many blocks the device holds at once. Blocks of equal length run a
+// wave at a time, so a grid of 1.3 waves costs two: the plan weighs each split count by its waves
+// times a block's length, which picks a grid that fills its last wave (one long sequence: one full
+// wave of pieces; a batch: the split count whose waves come out whole) instead of a fixed number
+// of blocks a multiprocessor. Host code, shared by the GPU backends and tested on the CPU.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace xhal::kernels {
+
+struct SplitKvPlan {
+  int64_t splits;  // pieces of each sequence's keys, at least one
+  int64_t keys_per_split;  // a multiple of the tile; splits x keys_per_split covers the context
+};
+
+// The most pieces a sequence is cut into (the merge kernel keeps a weight for each in shared
+// memory); past it the merge's partial rows outweigh any wave's tail anyway.
+inline constexpr int64_t kMaxSplitKvPieces = 4096;
+// A block's cost beyond its tiles, in tiles: its first tile's load, which nothing hides, and its
+// end (the warps' results merged through shared memory, the partial row written).
+inline constexpr int64_t kSplitBlockOverheadTiles = 2;
+// The merge kernel that splitting adds, in tiles of one block.
+inline constexpr int64_t kSplitMergeTiles = 1;
+
+// units: blocks one split launches (sequences x kv heads); max_len: the longest context the block
+// table can address, in keys; tile: keys a block takes a step; min_keys: the fewest keys worth a
+// block of their own; slots: blocks of the kernel the device holds at once (at least one).
+inline SplitKvPlan plan_split_kv(int64_t units, int64_t max_len, int64_t tile, int64_t min_keys, int64_t slots) {
+  units = std::max<int64_t>(units, 1), slots = std::max<int64_t>(slots, 1), tile = std::max<int64_t>(tile, 1);
+  max_len = std::max<int64_t>(max_len, 0);
+  const int64_t tiles = (max_len + tile - 1) / tile;
+  const int64_t most = std::clamp<int64_t>(max_len / std::max<int64_t>(min_keys, 1), 1, kMaxSplitKvPieces);
+  int64_t best = 1, best_cost = INT64_MAX;
+  for (int64_t s = 1; s <= most; ++s) {
+    const int64_t waves = (units * s + slots - 1) / slots;
+    const int64_t cost = waves * ((tiles + s - 1) / s + kSplitBlockOverheadTiles) + (s > 1 ? kSplitMergeTiles : 0);
+    if (cost < best_cost) best = s, best_cost = cost;  // ties keep the fewer pieces
+  }
+  const int64_t keys = (max_len + best - 1) / best;
+  const int64_t keys_per_split = (keys + tile - 1) / tile * tile;
+  const int64_t splits =
+      keys_per_split == 0 ? 1 : std::max<int64_t>(1, (max_len + keys_per_split - 1) / keys_per_split);
+  return {splits, keys_per_split};
+}
+
+}  // namespace xhal::kernels
