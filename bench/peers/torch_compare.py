@@ -927,16 +927,24 @@ def print_table(ctx, device_name):
 
 
 def case_shapes(d, quick):
-    """The sizes each op runs at: the elementwise ops' [M, N], rope's tokens, attention's (B, H, S),
-    paged decode's (B, context) pairs and linear's (M, N, K). On the CPU those of xhal-bench's CPU cases
-    (elementwise tensors of 256 MiB, far beyond the last-level cache)."""
+    """The sizes each op runs at: the elementwise ops' [M, N], rope's tokens, the attention forward's
+    (B, H, S, D, causal) rows and the backward's (B, H, S), paged decode's (B, context) pairs and
+    linear's (M, N, K). On the CPU those of xhal-bench's CPU cases (elementwise tensors of 256 MiB,
+    far beyond the last-level cache)."""
     if on_cuda():
+        S = 1024 if quick else 4096
+        # The attention issue's rows: the training shape at D 128, 64 and 256, a batch of shorter
+        # sequences, one long causal sequence.
+        forward = [(4, 32, S, D, causal) for D in (128, 64, 256) for causal in (True, False)]
+        forward += [(16, 16, 1024, 128, causal) for causal in (True, False)] + [(1, 32, 4 * S, 128, True)]
         return dict(elementwise=[(16384 // d, 4096), (65536 // d, 8192)], rope=[16384 // d, 65536 // d],
-                    attention=(4, 32, 1024 if quick else 4096), paged=[(64, 4096 // d), (1, 131072 // d)],
+                    attention=(4, 32, S), attention_forward=forward, paged=[(64, 4096 // d), (1, 131072 // d)],
                     cross_entropy=(8192 // d, 128256), serving_tokens=16384 // d,
                     linear=[(8192 // d, 8192, 8192)])
     return dict(elementwise=[(16384 // d, 8192)], rope=[16384 // d],
-                attention=(1, 16, 512 if quick else 2048), paged=[(16, 4096 // d)],
+                attention=(1, 16, 512 if quick else 2048),
+                attention_forward=[(1, 16, 512 if quick else 2048, 128, causal) for causal in (True, False)],
+                paged=[(16, 4096 // d)],
                 cross_entropy=(1024 // d, 128256), serving_tokens=16384 // d,
                 linear=[(4096 // d, 4096, 4096), (1, 28672, 4096)])  # the last: a decode step
 
@@ -965,10 +973,10 @@ def run_cases(ctx, shapes):
     section(ctx, "embedding_backward", f"T{2 * T} V{V} D4096", case_embedding_backward, 2 * T, V, 4096)
     section(ctx, "cross_entropy", f"T{T} V{V}", case_cross_entropy, T, V)
     section(ctx, "cross_entropy_backward", f"T{T} V{V} in place", case_cross_entropy_backward, T, V)
+    for B, H, S, D, causal in shapes["attention_forward"]:
+        section(ctx, "attention", f"B{B} H{H} S{S} D{D} {'causal' if causal else 'full'}",
+                case_attention, B, H, S, D, causal)
     B, H, S = shapes["attention"]
-    for causal in (True, False):
-        section(ctx, "attention", f"B{B} H{H} S{S} D128 {'causal' if causal else 'full'}",
-                case_attention, B, H, S, 128, causal)
     for D in (128, 64):
         for causal in (True, False):
             section(ctx, "attention_backward", f"B{B} H{H} S{S} D{D} {'causal' if causal else 'full'}",

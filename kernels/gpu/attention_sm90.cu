@@ -1,5 +1,5 @@
 // attention, attention_varlen and paged_prefill on Hopper (flash_attention_sm90.cuh: warp-specialised, TMA,
-// wgmma): preferred over the mma.sync kernel on sm_90 devices for D = 64 and 128 when the plugin
+// wgmma): preferred over the mma.sync kernel on sm_90 devices for D = 64, 128 and 256 when the plugin
 // carries sm_90a code.
 #include "flash_attention_sm90.cuh"
 #include "flash_launch.cuh"
@@ -12,7 +12,7 @@ const char* wgmma_supports(void*, const xhal_op_call* c) {
   if (const char* why = flash_supports(nullptr, c)) return why;
   const DLTensor* q = c->tensors[XHAL_ATTENTION_Q];
   const int64_t D = q->shape[q->ndim - 1];
-  if (D != 64 && D != 128) return "head dim not 64 or 128";
+  if (D != 64 && D != 128 && D != 256) return "head dim not 64, 128 or 256";
   if (const char* why = rows_map_unsupported({q, c->tensors[XHAL_ATTENTION_K], c->tensors[XHAL_ATTENTION_V]})) {
     return why;
   }
@@ -57,6 +57,9 @@ struct WgmmaFlashFamily {
   template <class E>
   static const char* launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
     if (a.D == 64) return launch_wgmma_tile<E, Kernels, WgmmaFlashTile<64, 128>>(c, a, seqs, max_rows);
+    // D = 256: 64-key tiles, so that O (128 registers a thread) and the scores fit the consumers'
+    // 240 registers and two stages of K and V fit shared memory beside Q (193 KB).
+    if (a.D == 256) return launch_wgmma_tile<E, Kernels, WgmmaFlashTile<256, 64>>(c, a, seqs, max_rows);
     return launch_wgmma_tile<E, Kernels, WgmmaFlashTile<128, 128>>(c, a, seqs, max_rows);
   }
 };

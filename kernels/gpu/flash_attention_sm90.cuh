@@ -1,4 +1,4 @@
-// Flash attention on Hopper (sm_90a) for f16/bf16, D = 64 or 128: warp-specialised, TMA loads,
+// Flash attention on Hopper (sm_90a) for f16/bf16, D = 64, 128 or 256: warp-specialised, TMA loads,
 // warpgroup MMA (wgmma). A block owns 128 query rows of one (sequence, head). Its producer
 // warpgroup (one thread, few registers) loads Q once and K/V tiles of kBlockN keys into two
 // stages with TMA, 128-byte swizzled as wgmma reads them, each load completing on an mbarrier.
@@ -30,7 +30,7 @@ struct WgmmaFlashTile {
   // Q, K and V for two stages, the mbarriers, and 1 KiB of slack to align the tiles for the swizzle.
   static constexpr size_t kBarrierOffset = size_t(kQBytes) + 4 * size_t(kKVBytes);
   static constexpr size_t kSharedBytes = kBarrierOffset + 10 * sizeof(uint64_t) + 1024;
-  static_assert(D == 64 || D == 128, "one or two 64-column blocks");
+  static_assert(D == 64 || D == 128 || D == 256, "one, two or four 64-column blocks");
   static_assert(kBlockN == 64 || kBlockN == 128, "wgmma N of the score tile");
 };
 
@@ -209,11 +209,20 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
                                sm90::advance(k_tile, block * kBlockN * 128 + within), kk > 0);
     }
   };
-  // O += P V of tile t, issued (V landed: prepare_values waited).
+  // O += P V of tile t, issued (V landed: prepare_values waited). D = 256 takes two n128 wgmma a
+  // key step, the second from V's third 64-column block on.
   auto issue_accumulate = [&](int64_t t) {
     const uint64_t v_tile = sm90::advance(v_desc, int(t & 1) * Tile::kKVBytes);
 #pragma unroll
-    for (int kk = 0; kk < Tile::kPSteps; ++kk) sm90::mma_rs<E, D>(o, p[kk], sm90::advance(v_tile, kk * 16 * 128));
+    for (int kk = 0; kk < Tile::kPSteps; ++kk) {
+      const uint64_t v_step = sm90::advance(v_tile, kk * 16 * 128);
+      if constexpr (D <= 128) {
+        sm90::mma_rs<E, D>(o, p[kk], v_step);
+      } else {
+        sm90::mma_rs<E, 128>(o, p[kk], v_step);
+        sm90::mma_rs<E, 128, 16>(o, p[kk], sm90::advance(v_step, 2 * kBlockN * 128));
+      }
+    }
   };
   // Waits for tile t's V. In an edge tile, infinities and NaNs of V are zeroed first, the
   // consumers' 256 threads each taking a share and meeting at a barrier before either reads the

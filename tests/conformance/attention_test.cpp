@@ -21,6 +21,8 @@ const std::vector<AttnCase> kDenseCases = {
     {1, 129, 7, 4, 1, 128, 128, {.causal = true}},  // Sq > Sk: first rows see nothing
     {1, 33, 129, 16, 2, 128, 64, {}, false, kHeadsFirst},  // Dv != D, GQA 8, no lse
     {1, 65, 65, 2, 2, 256, 256, {.causal = true, .window_left = 16}},
+    {1, 300, 517, 4, 2, 256, 256, {.causal = true}},  // D 256: several 64-key tiles, GQA
+    {2, 130, 200, 2, 1, 256, 256, {.softcap = 5.0f}},  // D 256: a partial last key tile, softcap
     {1, 600, 600, 4, 2, 64, 64, {.causal = true, .window_left = 300}},  // windows starting mid-tile
     {1, 40, 70, 3, 1, 64, 64, {.window_left = 5, .window_right = 3}},
     {2, 17, 17, 4, 1, 128, 128, {.scale = 0.3f, .causal = true, .softcap = 5.0f}},
@@ -58,7 +60,8 @@ TEST_P(Conformance, AttentionVarlen) {
   for (const Case& c :
        {Case{{7, 0, 129, 1}, {7, 3, 129, 40}, 8, 2, 64, {.causal = true}}, Case{{1, 33}, {1, 33}, 4, 4, 128, {}},
         Case{{130, 257}, {300, 257}, 4, 2, 128, {.causal = true}},
-        Case{{5, 9}, {20, 9}, 8, 1, 96, {.causal = true, .window_left = 4}}, Case{{}, {}, 4, 2, 64, {}}}) {
+        Case{{5, 9}, {20, 9}, 8, 1, 96, {.causal = true, .window_left = 4}}, Case{{}, {}, 4, 2, 64, {}},
+        Case{{130, 7}, {300, 7}, 2, 1, 256, {.causal = true}}}) {
     SCOPED_TRACE(fmt::format("q_lens [{}] k_lens [{}] Hq {} Hkv {} D {}", fmt::join(c.q_lens, ","),
                              fmt::join(c.k_lens, ","), c.Hq, c.Hkv, c.D));
     std::vector<int64_t> cu_q{0}, cu_k{0};
