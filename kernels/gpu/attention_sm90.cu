@@ -19,8 +19,8 @@ const char* wgmma_supports(void*, const xhal_op_call* c) {
   if (!is_sm90(c->device)) return "device is not sm_90 (wgmma)";
   if (c->op == XHAL_OP_PAGED_PREFILL) {
     const int64_t block_size = c->tensors[XHAL_PAGED_PREFILL_K_CACHE]->shape[1];
-    // A tile of 128 keys is whole pages or lies within one; TMA's 128-byte swizzle needs pages of
-    // 8 rows or more (a page's rows start on a 1024-byte boundary of the tile).
+    // A tile of 128 keys (64 at D = 256) is whole pages or lies within one; TMA's 128-byte swizzle
+    // needs pages of 8 rows or more (a page's rows start on a 1024-byte boundary of the tile).
     if (block_size < 8 || (block_size & (block_size - 1)) != 0) return "block size not a power of two >= 8";
   }
   return nullptr;

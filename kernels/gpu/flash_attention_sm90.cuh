@@ -32,6 +32,7 @@ struct WgmmaFlashTile {
   static constexpr size_t kSharedBytes = kBarrierOffset + 10 * sizeof(uint64_t) + 1024;
   static_assert(D == 64 || D == 128 || D == 256, "one, two or four 64-column blocks");
   static_assert(kBlockN == 64 || kBlockN == 128, "wgmma N of the score tile");
+  static_assert(kSharedBytes <= size_t(kMaxDynamicSharedBytes), "the tile's shared memory");
 };
 
 // TMA maps of q, k and v viewed as [batch][rows][heads][D] (varlen: one batch of all tokens),

@@ -187,6 +187,10 @@ struct PagedDecode {
         kernels::plan_split_kv(B * Hkv, a.max_blocks * a.block_size, kTileKeys, 256,
                                resident_blocks(launch.kernel, kDecodeThreads, launch.shared, c->device));
     a.splits = plan.splits, a.keys_per_split = plan.keys_per_split;
+    if (a.splits > kernels::kMaxSplitKvPieces) {  // the merge keeps a weight a piece in shared memory
+      return kernels::kernel_error(msg, len, XHAL_ERR_INTERNAL, "paged decode: %lld pieces, above %lld",
+                                   (long long)a.splits, (long long)kernels::kMaxSplitKvPieces);
+    }
 
     void* scratch = nullptr;
     const size_t part_bytes = size_t(B * Hq * a.splits) * (size_t(a.Dv) + 1) * sizeof(float);

@@ -104,6 +104,7 @@ __global__ void __launch_bounds__(kDecodeThreads) paged_decode_kernel(PagedDecod
     sQ[x] = E::load(qrow[d]) * (a.mask.softcap > 0.0f ? a.mask.scale : a.mask.scale * kLog2e);
   }
   for (int64_t g = threadIdx.x; g < G; g += kDecodeThreads) sMax[g] = -INFINITY, sSum[g] = 0.0f;
+  __syncthreads();  // a split without keys skips the loop's barriers: its end reads these as set
 
   // Gathers keys [j0, j0 + kTileKeys) of K and V into stage `s`.
   auto load_tile = [&](int64_t j0, int s) {

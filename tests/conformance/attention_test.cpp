@@ -98,7 +98,8 @@ TEST_P(Conformance, PagedAttention) {
                         Case{{50, 9}, 16, 4, 2, 96, {}},  // 2 query heads per kv head
                         Case{{61}, 8, 6, 2, 128, {}},  // 3: padded to 4
                         Case{{1, 1000, 0, 2}, 16, 8, 2, 64, {}},  // splits of the keys, some empty
-                        Case{{4100, 3}, 16, 8, 8, 64, {}},  // a dozen splits or more: the merge's groups loop
+                        Case{{4100, 3}, 16, 8, 8, 64, {}},  // a dozen splits or more
+                        Case{{8000}, 16, 4, 1, 128, {}},  // more splits than the merge's groups: its loop repeats
                         Case{{}, 16, 4, 1, 64, {}}}) {
     SCOPED_TRACE(fmt::format("seq_lens [{}] block {} Hq {} Hkv {} D {}", fmt::join(c.seq_lens, ","), c.block_size, c.Hq,
                              c.Hkv, c.D));
@@ -209,12 +210,14 @@ TEST_P(Conformance, AttentionVarlenNonFiniteAndUncoveredRows) {
 }
 
 // paged_attention with non-finite K and V in the slots of a sequence's last block past its length,
-// in blocks no sequence uses, and a NaN query head (its output NaN, the others finite).
+// in blocks no sequence uses, a NaN query head (its output NaN, the others finite), and a NaN key
+// that one kv head's decode tokens see in one piece of a split context (on the GPUs only that
+// piece's partial is NaN, and the merge must not pass over it).
 TEST_P(Conformance, PagedAttentionNonFiniteOutsideTheSequence) {
   const double nan = std::nan("");
-  const std::vector<int64_t> lens{37, 1, 300};
+  const std::vector<int64_t> lens{37, 1, 1200};
   const int64_t block_size = 16, Hq = 8, Hkv = 2, D = 128, B = int64_t(lens.size());
-  const int64_t max_blocks = (300 + block_size - 1) / block_size, num_blocks = B * max_blocks + 2;
+  const int64_t max_blocks = (1200 + block_size - 1) / block_size, num_blocks = B * max_blocks + 2;
   std::vector<int64_t> table(size_t(B * max_blocks));
   std::iota(table.begin(), table.end(), 0);
   std::vector<double> kv = random({num_blocks, block_size, Hkv, D}).values();
@@ -231,6 +234,9 @@ TEST_P(Conformance, PagedAttentionNonFiniteOutsideTheSequence) {
     }
   }
   for (int64_t slot = 0; slot < block_size; ++slot) poison_slot(num_blocks - 1, slot);
+  const int64_t seen = 700;  // a key of sequence 2, kv head 1: query heads 4-7 see NaN
+  kv[size_t(((table[size_t(2 * max_blocks + seen / block_size)] * block_size + seen % block_size) * Hkv + 1) * D + 5)] =
+      nan;
   std::vector<double> qv = random({B, Hq, D}).values();
   qv[size_t((2 * Hq + 3) * D + 11)] = nan;  // sequence 2, query head 3
   auto q = TestTensor::of({B, Hq, D}, dtype(), device(), qv);
