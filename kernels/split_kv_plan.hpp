@@ -28,16 +28,27 @@ inline constexpr int64_t kSplitMergeTiles = 1;
 // units: blocks one split launches (sequences x kv heads); max_len: the longest context the block
 // table can address, in keys; tile: keys a block takes a step; min_keys: the fewest keys worth a
 // block of their own; slots: blocks of the kernel the device holds at once (at least one).
+// Within one number of waves more pieces never cost more, so the candidates are the most pieces
+// that fit each number of waves (a few dozen of them, not every count: the plan runs on the host
+// for every decode call), each brought down to the fewest pieces with the same tiles a block.
 inline SplitKvPlan plan_split_kv(int64_t units, int64_t max_len, int64_t tile, int64_t min_keys, int64_t slots) {
   units = std::max<int64_t>(units, 1), slots = std::max<int64_t>(slots, 1), tile = std::max<int64_t>(tile, 1);
   max_len = std::max<int64_t>(max_len, 0);
   const int64_t tiles = (max_len + tile - 1) / tile;
   const int64_t most = std::clamp<int64_t>(max_len / std::max<int64_t>(min_keys, 1), 1, kMaxSplitKvPieces);
-  int64_t best = 1, best_cost = INT64_MAX;
-  for (int64_t s = 1; s <= most; ++s) {
-    const int64_t waves = (units * s + slots - 1) / slots;
-    const int64_t cost = waves * ((tiles + s - 1) / s + kSplitBlockOverheadTiles) + (s > 1 ? kSplitMergeTiles : 0);
-    if (cost < best_cost) best = s, best_cost = cost;  // ties keep the fewer pieces
+  const auto waves = [&](int64_t s) { return (units * s + slots - 1) / slots; };
+  const auto cost = [&](int64_t s) {
+    return waves(s) * ((tiles + s - 1) / s + kSplitBlockOverheadTiles) + (s > 1 ? kSplitMergeTiles : 0);
+  };
+  int64_t best = 1, best_cost = cost(1);
+  // Past 256 more waves than one piece makes, a wave's tail is under half a percent of the time.
+  const int64_t last_waves = std::min(waves(most), waves(1) + 256);
+  for (int64_t w = waves(1); w <= last_waves; ++w) {
+    int64_t s = std::min(most, w * slots / units);
+    if (s < 1) continue;
+    if (tiles > 0) s = std::max<int64_t>(1, (tiles + (tiles + s - 1) / s - 1) / ((tiles + s - 1) / s));
+    const int64_t c = cost(s);
+    if (c < best_cost || (c == best_cost && s < best)) best = s, best_cost = c;
   }
   const int64_t keys = (max_len + best - 1) / best;
   const int64_t keys_per_split = (keys + tile - 1) / tile * tile;

@@ -3,6 +3,7 @@
 // nearly empty one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/split_kv_plan.hpp"
@@ -23,6 +24,38 @@ void expect_covers(const SplitKvPlan& p, int64_t max_len) {
   EXPECT_EQ(p.keys_per_split % kPlanTile, 0);
   EXPECT_GE(p.splits * p.keys_per_split, max_len);
   EXPECT_LT((p.splits - 1) * p.keys_per_split, max_len == 0 ? 1 : max_len) << "a piece with no keys";
+}
+
+// Every count from one to the most, each weighed as the plan weighs it; ties keep the fewer pieces.
+int64_t exhaustive_splits(int64_t units, int64_t max_len, int64_t slots) {
+  const int64_t tiles = (max_len + kPlanTile - 1) / kPlanTile;
+  const int64_t most = std::clamp<int64_t>(max_len / kPlanMinKeys, 1, kMaxSplitKvPieces);
+  int64_t best = 1, best_cost = INT64_MAX;
+  for (int64_t s = 1; s <= most; ++s) {
+    const int64_t waves = (units * s + slots - 1) / slots;
+    const int64_t cost = waves * ((tiles + s - 1) / s + kSplitBlockOverheadTiles) + (s > 1 ? kSplitMergeTiles : 0);
+    if (cost < best_cost) best = s, best_cost = cost;
+  }
+  return best;
+}
+
+TEST(SplitKvPlan, MatchesTheExhaustiveSearch) {
+  int compared = 0;
+  for (const int64_t units : {1, 3, 8, 32, 64, 512, 4096}) {
+    for (const int64_t len : {0, 200, 1000, 4096, 5000, 65536, 131072, 1 << 20}) {
+      for (const int64_t slots : {1, 132, 264, 396, 528}) {
+        const int64_t most = std::clamp<int64_t>(len / kPlanMinKeys, 1, kMaxSplitKvPieces);
+        if ((units * most + slots - 1) / slots > (units + slots - 1) / slots + 256) continue;  // the plan's cap
+        SCOPED_TRACE(testing::Message() << "units " << units << " max_len " << len << " slots " << slots);
+        const SplitKvPlan p = plan_split_kv(units, len, kPlanTile, kPlanMinKeys, slots);
+        const int64_t s = exhaustive_splits(units, len, slots);
+        const int64_t keys = (len + s - 1) / s, per = (keys + kPlanTile - 1) / kPlanTile * kPlanTile;
+        EXPECT_EQ(p.keys_per_split, per);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 200);
 }
 
 TEST(SplitKvPlan, OneLongSequenceFillsOneWave) {
