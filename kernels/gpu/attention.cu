@@ -4,6 +4,7 @@
 #include "attention_generic.cuh"
 #include "varlen_tail.cuh"
 #include "flash_attention.cuh"
+#include "attention_tiles.hpp"
 #include "flash_launch.cuh"
 
 namespace xhal::gpu {
@@ -111,20 +112,27 @@ struct GenericPagedPrefill {
 };
 
 #if !defined(__HIPCC__)
-// The mma.sync kernel's tile for each head dim: 128-row blocks (two row tiles per warp) halve
-// the K/V traffic per row; 256 keeps 64 rows to stay within the registers. Kernels: the dense
-// kernels or the paged ones.
+// The mma.sync kernel's tile for head dim D: its row of attention_tiles.hpp.
+template <int D>
+using MmaForwardTile = FlashTile<D, attention_tiles::find(attention_tiles::kMmaForward, D).block_n,
+                                 attention_tiles::find(attention_tiles::kMmaForward, D).extra>;
+static_assert(MmaForwardTile<128>::kBlockM == attention_tiles::find(attention_tiles::kMmaForward, 128).block_m &&
+                  MmaForwardTile<256>::kBlockM == attention_tiles::find(attention_tiles::kMmaForward, 256).block_m,
+              "the table's rows a block are the tile's");
+
+// The mma.sync kernel for each head dim (attention_tiles.hpp); Kernels: the dense kernels or the
+// paged ones.
 template <template <class, class, bool> class Kernels>
 struct MmaFlashFamily {
   static constexpr const char* kName = "flash attention";
   template <class E>
   static const char* launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
     switch (a.D) {
-      case 64: launch_flash_tile<E, Kernels, FlashTile<64, 64, 2>>(c, a, seqs, max_rows); break;
-      case 80: launch_flash_tile<E, Kernels, FlashTile<80, 64, 2>>(c, a, seqs, max_rows); break;
-      case 96: launch_flash_tile<E, Kernels, FlashTile<96, 32, 2>>(c, a, seqs, max_rows); break;
-      case 128: launch_flash_tile<E, Kernels, FlashTile<128, 32, 2>>(c, a, seqs, max_rows); break;
-      default: launch_flash_tile<E, Kernels, FlashTile<256, 32, 1>>(c, a, seqs, max_rows); break;
+      case 64: launch_flash_tile<E, Kernels, MmaForwardTile<64>>(c, a, seqs, max_rows); break;
+      case 80: launch_flash_tile<E, Kernels, MmaForwardTile<80>>(c, a, seqs, max_rows); break;
+      case 96: launch_flash_tile<E, Kernels, MmaForwardTile<96>>(c, a, seqs, max_rows); break;
+      case 128: launch_flash_tile<E, Kernels, MmaForwardTile<128>>(c, a, seqs, max_rows); break;
+      default: launch_flash_tile<E, Kernels, MmaForwardTile<256>>(c, a, seqs, max_rows); break;
     }
     return nullptr;
   }

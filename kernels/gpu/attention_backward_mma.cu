@@ -13,6 +13,7 @@
 
 #if !defined(__HIPCC__)
 
+#include "attention_tiles.hpp"
 #include "flash_attention.cuh"
 
 namespace xhal::gpu {
@@ -235,13 +236,20 @@ xhal_status launch_mma_backward(const xhal_op_call* c, char* msg, size_t len) {
       });
 }
 
+// The tile for head dim D: its row of attention_tiles.hpp.
+template <int D>
+using MmaBackwardTile = BackwardTile<D, attention_tiles::find(attention_tiles::kMmaBackward, D).block_m,
+                                     attention_tiles::find(attention_tiles::kMmaBackward, D).extra>;
+static_assert(MmaBackwardTile<128>::kBlockN == attention_tiles::find(attention_tiles::kMmaBackward, 128).block_n,
+              "the table's keys a block are the tile's");
+
 // Tiles by head dim (tensor_core_supports admits 64 and 128).
 template <class E>
 struct MmaAttentionBackward {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
-    return q->shape[q->ndim - 1] == 64 ? launch_mma_backward<E, BackwardTile<64, 64, 8>>(c, msg, len)
-                                       : launch_mma_backward<E, BackwardTile<128, 64, 8>>(c, msg, len);
+    return q->shape[q->ndim - 1] == 64 ? launch_mma_backward<E, MmaBackwardTile<64>>(c, msg, len)
+                                       : launch_mma_backward<E, MmaBackwardTile<128>>(c, msg, len);
   }
 };
 

@@ -20,6 +20,7 @@
 
 #if !defined(__HIPCC__)
 
+#include "attention_tiles.hpp"
 #include "flash_rows.cuh"
 #include "tma_map.cuh"
 #include "tma_sm90.cuh"
@@ -299,12 +300,18 @@ xhal_status launch_wgmma_backward(const xhal_op_call* c, char* msg, size_t len) 
       });
 }
 
+// The tile for head dim D: its row of attention_tiles.hpp.
+template <int D>
+using WgmmaBackwardTileOf = WgmmaBackwardTile<D, attention_tiles::find(attention_tiles::kWgmmaBackward, D).block_m>;
+static_assert(WgmmaBackwardTileOf<64>::kBlockN == attention_tiles::find(attention_tiles::kWgmmaBackward, 64).block_n,
+              "the table's keys a block are the tile's");
+
 template <class E>
 struct WgmmaAttentionBackward {
   static xhal_status run(const xhal_op_call* c, char* msg, size_t len) {
     const DLTensor* q = c->tensors[XHAL_ATTENTION_BACKWARD_Q];
-    if (q->shape[q->ndim - 1] == 128) return launch_wgmma_backward<E, WgmmaBackwardTile<128, 64>>(c, msg, len);
-    return launch_wgmma_backward<E, WgmmaBackwardTile<64, 128>>(c, msg, len);
+    if (q->shape[q->ndim - 1] == 128) return launch_wgmma_backward<E, WgmmaBackwardTileOf<128>>(c, msg, len);
+    return launch_wgmma_backward<E, WgmmaBackwardTileOf<64>>(c, msg, len);
   }
 };
 

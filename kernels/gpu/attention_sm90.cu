@@ -2,6 +2,7 @@
 // wgmma): preferred over the mma.sync kernel on sm_90 devices for D = 64, 128 and 256 when the plugin
 // carries sm_90a code.
 #include "flash_attention_sm90.cuh"
+#include "attention_tiles.hpp"
 #include "flash_launch.cuh"
 #include "tma_map.cuh"
 
@@ -51,16 +52,20 @@ const char* launch_wgmma_tile(const xhal_op_call* c, const AttnLayout& a, const 
   return nullptr;
 }
 
+// The tile for head dim D: its row of attention_tiles.hpp.
+template <int D>
+using WgmmaForwardTile = WgmmaFlashTile<D, attention_tiles::find(attention_tiles::kWgmmaForward, D).block_n>;
+static_assert(WgmmaForwardTile<256>::kBlockM == attention_tiles::find(attention_tiles::kWgmmaForward, 256).block_m,
+              "the table's rows a block are the tile's");
+
 template <template <class, class, bool> class Kernels>
 struct WgmmaFlashFamily {
   static constexpr const char* kName = "flash attention (wgmma)";
   template <class E>
   static const char* launch(const xhal_op_call* c, const AttnLayout& a, const Sequences& seqs, int64_t max_rows) {
-    if (a.D == 64) return launch_wgmma_tile<E, Kernels, WgmmaFlashTile<64, 128>>(c, a, seqs, max_rows);
-    // D = 256: 64-key tiles, so that O (128 registers a thread) and the scores fit the consumers'
-    // 240 registers and two stages of K and V fit shared memory beside Q (193 KB).
-    if (a.D == 256) return launch_wgmma_tile<E, Kernels, WgmmaFlashTile<256, 64>>(c, a, seqs, max_rows);
-    return launch_wgmma_tile<E, Kernels, WgmmaFlashTile<128, 128>>(c, a, seqs, max_rows);
+    if (a.D == 64) return launch_wgmma_tile<E, Kernels, WgmmaForwardTile<64>>(c, a, seqs, max_rows);
+    if (a.D == 256) return launch_wgmma_tile<E, Kernels, WgmmaForwardTile<256>>(c, a, seqs, max_rows);
+    return launch_wgmma_tile<E, Kernels, WgmmaForwardTile<128>>(c, a, seqs, max_rows);
   }
 };
 using WgmmaFlash = WgmmaFlashFamily<WgmmaFlashKernels>;
