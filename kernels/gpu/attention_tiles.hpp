@@ -26,8 +26,8 @@ constexpr Row find(const Row (&rows)[N], int head_dim) {
 // The mma.sync forward kernel (flash_attention.cuh), every NVIDIA GPU from sm_80.
 inline constexpr Row kMmaForward[] = {
     {64, 128, 64, 2, "two row tiles a warp halve the K/V traffic a row (flash v2); 64 keys a tile"},
-    {80, 128, 64, 2, "as D 64"},
-    {96, 128, 32, 2, "two row tiles a warp; 32 keys a tile, as D 128"},
+    {80, 128, 64, 2, "the D 64 tile; not measured on its own"},
+    {96, 128, 32, 2, "the D 128 tile (two row tiles a warp, 32 keys); not measured on its own"},
     {128, 128, 32, 2,
      "two row tiles a warp, 32 keys a tile (flash v2); a sweep of five tile shapes in one run came within 10% "
      "(188-204 TFLOP/s causal): the shape is not this kernel's limit"},
@@ -36,7 +36,7 @@ inline constexpr Row kMmaForward[] = {
 
 // The Hopper forward kernel (flash_attention_sm90.cuh): 128 query rows, two consumer warpgroups.
 inline constexpr Row kWgmmaForward[] = {
-    {64, 128, 128, 0, "128 keys a tile, as D 128"},
+    {64, 128, 128, 0, "the D 128 tile; not measured on its own"},
     {128, 128, 128, 0,
      "128 keys a tile, two stages (v8, warp-specialised: 387-405 / 422-448 TFLOP/s causal / full against 320 / 355 for "
      "64-key tiles with two blocks a multiprocessor before it)"},
@@ -47,7 +47,7 @@ inline constexpr Row kWgmmaForward[] = {
 
 // The mma.sync backward kernel (attention_backward_mma.cu): 8 warps, 128 keys a block.
 inline constexpr Row kMmaBackward[] = {
-    {64, 64, 128, 8, "as D 128"},
+    {64, 64, 128, 8, "the D 128 tile; not measured on its own"},
     {128, 64, 128, 8,
      "8 warps and 128 keys a block: twice the warps a multiprocessor and half the dQ atomics of 4 warps and 64 keys "
      "(137 / 153 TFLOP/s causal / full, from 133 / 142; 2026-11-26, H200)"},
