@@ -25,6 +25,8 @@ inline constexpr int64_t kSplitBlockOverheadTiles = 2;
 // The merge kernel that splitting adds, in tiles of one block.
 inline constexpr int64_t kSplitMergeTiles = 1;
 
+inline constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // units: blocks one split launches (sequences x kv heads); max_len: the longest context the block
 // table can address, in keys; tile: keys a block takes a step; min_keys: the fewest keys worth a
 // block of their own; slots: blocks of the kernel the device holds at once (at least one).
@@ -34,11 +36,11 @@ inline constexpr int64_t kSplitMergeTiles = 1;
 inline SplitKvPlan plan_split_kv(int64_t units, int64_t max_len, int64_t tile, int64_t min_keys, int64_t slots) {
   units = std::max<int64_t>(units, 1), slots = std::max<int64_t>(slots, 1), tile = std::max<int64_t>(tile, 1);
   max_len = std::max<int64_t>(max_len, 0);
-  const int64_t tiles = (max_len + tile - 1) / tile;
+  const int64_t tiles = ceil_div(max_len, tile);
   const int64_t most = std::clamp<int64_t>(max_len / std::max<int64_t>(min_keys, 1), 1, kMaxSplitKvPieces);
-  const auto waves = [&](int64_t s) { return (units * s + slots - 1) / slots; };
+  const auto waves = [&](int64_t s) { return ceil_div(units * s, slots); };
   const auto cost = [&](int64_t s) {
-    return waves(s) * ((tiles + s - 1) / s + kSplitBlockOverheadTiles) + (s > 1 ? kSplitMergeTiles : 0);
+    return waves(s) * (ceil_div(tiles, s) + kSplitBlockOverheadTiles) + (s > 1 ? kSplitMergeTiles : 0);
   };
   int64_t best = 1, best_cost = cost(1);
   // Past 256 more waves than one piece makes, a wave's tail is under half a percent of the time.
@@ -46,14 +48,12 @@ inline SplitKvPlan plan_split_kv(int64_t units, int64_t max_len, int64_t tile, i
   for (int64_t w = waves(1); w <= last_waves; ++w) {
     int64_t s = std::min(most, w * slots / units);
     if (s < 1) continue;
-    if (tiles > 0) s = std::max<int64_t>(1, (tiles + (tiles + s - 1) / s - 1) / ((tiles + s - 1) / s));
+    if (tiles > 0) s = ceil_div(tiles, ceil_div(tiles, s));  // the fewest pieces of as many tiles
     const int64_t c = cost(s);
     if (c < best_cost || (c == best_cost && s < best)) best = s, best_cost = c;
   }
-  const int64_t keys = (max_len + best - 1) / best;
-  const int64_t keys_per_split = (keys + tile - 1) / tile * tile;
-  const int64_t splits =
-      keys_per_split == 0 ? 1 : std::max<int64_t>(1, (max_len + keys_per_split - 1) / keys_per_split);
+  const int64_t keys_per_split = ceil_div(ceil_div(max_len, best), tile) * tile;
+  const int64_t splits = keys_per_split == 0 ? 1 : std::max<int64_t>(1, ceil_div(max_len, keys_per_split));
   return {splits, keys_per_split};
 }
 
